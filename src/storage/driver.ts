@@ -1,0 +1,116 @@
+/**
+ * The storage-driver contract: everything berth persists goes through one of these.
+ * Modelled on CNCF Distribution's StorageDriver so that object stores fit without contortions.
+ * A driver knows nothing of manifests or digests: it stores bytes at paths.
+ *
+ * Paths are absolute, '/'-separated, and match PATH_PATTERN; the driver maps them below its own root.
+ */
+import type { Readable } from 'node:stream';
+
+export const PATH_PATTERN = /^(\/[A-Za-z0-9._-]+)+$/;
+
+export interface FileInfo {
+  path: string;
+  /** bytes; 0 for directories */
+  size: number;
+  modTime: Date;
+  isDir: boolean;
+}
+
+/** What a driver needs to know to hand out a URL that serves `path` directly (pre-signed, CDN...). */
+export interface RedirectRequest {
+  method: 'GET' | 'HEAD';
+  /** client address, for middleware that chooses by network (e.g. CDN IP filters) */
+  clientIP?: string;
+}
+
+/** Returned by a WalkFn: 'skip' does not descend into the directory just visited, 'stop' ends the walk. */
+export type WalkControl = void | 'skip' | 'stop';
+export type WalkFn = (info: FileInfo) => WalkControl | Promise<WalkControl>;
+
+export interface WalkOptions {
+  /**
+   * Visit only entries whose path sorts lexically after this one (a start hint for paging,
+   * e.g. the catalog's `last`). Directories that are a prefix of it are still descended into.
+   */
+  startAfter?: string;
+}
+
+/**
+ * A streaming writer for one path. Bytes written are appended; the file becomes visible at its
+ * path no later than commit(). A writer opened with append=true continues an earlier writer's
+ * file (after close(), a restart, or from another instance).
+ */
+export interface FileWriter {
+  /** bytes in the file so far, including those of earlier writers when appending */
+  readonly size: number;
+  /** appends a chunk; resolves when the driver has accepted it (apply backpressure by awaiting) */
+  write(chunk: Buffer): Promise<void>;
+  /** persists what was written and releases the writer; the file can be appended to later */
+  close(): Promise<void>;
+  /** finishes the file: after it, it is complete and no longer writable */
+  commit(): Promise<void>;
+  /** discards the file and everything written to it */
+  cancel(): Promise<void>;
+}
+
+export interface StorageDriver {
+  readonly name: string;
+  /** whole content of a small file (links, manifests, hash state) */
+  getContent(path: string): Promise<Buffer>;
+  /** atomic: concurrent readers see the old content or the new, never a mix or a prefix */
+  putContent(path: string, data: Buffer): Promise<void>;
+  /** stream of the file's bytes from `offset`; offset past the end -> InvalidOffsetError */
+  reader(path: string, offset?: number): Promise<Readable>;
+  writer(path: string, append: boolean): Promise<FileWriter>;
+  stat(path: string): Promise<FileInfo>;
+  /** full paths of the direct children, sorted lexically */
+  list(path: string): Promise<string[]>;
+  /** moves a file, replacing any file at dst */
+  move(src: string, dst: string): Promise<void>;
+  /** removes a file or a directory tree */
+  delete(path: string): Promise<void>;
+  /** a URL that serves the file without the registry in between, or undefined when the driver has none */
+  redirectURL(req: RedirectRequest, path: string): Promise<string | undefined>;
+  /** depth-first, lexical order, every file and directory below `path` (not `path` itself) */
+  walk(path: string, fn: WalkFn, options?: WalkOptions): Promise<void>;
+  /** releases resources (timers, sockets) */
+  close?(): Promise<void>;
+}
+
+export class StorageError extends Error {
+  constructor(message: string, readonly driver: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+export class PathNotFoundError extends StorageError {
+  constructor(readonly path: string, driver: string) {
+    super(`${driver}: path not found: ${path}`, driver);
+  }
+}
+
+export class InvalidPathError extends StorageError {
+  constructor(readonly path: string, driver: string) {
+    super(`${driver}: invalid path: ${JSON.stringify(path)} (must match ${PATH_PATTERN})`, driver);
+  }
+}
+
+export class InvalidOffsetError extends StorageError {
+  constructor(readonly path: string, readonly offset: number, driver: string) {
+    super(`${driver}: invalid offset ${offset} for ${path}`, driver);
+  }
+}
+
+/** The driver cannot do what was asked (e.g. a writer already committed). */
+export class UnsupportedMethodError extends StorageError {}
+
+export function checkPath(path: string, driver: string): void {
+  if (!PATH_PATTERN.test(path)) throw new InvalidPathError(path, driver);
+}
+
+/** Like checkPath, but also accepts the root '/' (for list, walk and stat of directories). */
+export function checkDirPath(path: string, driver: string): void {
+  if (path !== '/') checkPath(path, driver);
+}
