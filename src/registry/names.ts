@@ -1,0 +1,33 @@
+/** Repository names (spec 2.1) and tags. */
+import { RegistryError } from './errors.js';
+
+const COMPONENT = /^[a-z0-9]+(?:[._-][a-z0-9]+)*$/;
+const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
+export const MAX_NAME_LENGTH = 255;
+
+export function isRepositoryName(name: string): boolean {
+  return name.length > 0 && name.length <= MAX_NAME_LENGTH && name.split('/').every((c) => COMPONENT.test(c));
+}
+
+/** `name`, or a 400 NAME_INVALID naming the rule it breaks */
+export function checkRepositoryName(name: string): string {
+  if (name.length > MAX_NAME_LENGTH) {
+    throw new RegistryError('NAME_INVALID', `invalid repository name: ${name.length} characters, the limit is ${MAX_NAME_LENGTH}`, { detail: { name } });
+  }
+  const bad = name.split('/').find((c) => !COMPONENT.test(c));
+  if (bad !== undefined) {
+    throw new RegistryError('NAME_INVALID', `invalid repository name ${JSON.stringify(name)}: component ${JSON.stringify(bad)} must match ${COMPONENT.source}`, { detail: { name } });
+  }
+  return name;
+}
+
+export function isTag(tag: string): boolean {
+  return TAG.test(tag);
+}
+
+export function checkTag(tag: string): string {
+  if (!TAG.test(tag)) {
+    throw new RegistryError('TAG_INVALID', `invalid tag ${JSON.stringify(tag)}: must match ${TAG.source}`, { detail: { tag } });
+  }
+  return tag;
+}
