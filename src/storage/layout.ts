@@ -1,0 +1,82 @@
+/**
+ * Every storage path berth uses, in one place. The layout is CNCF Distribution's, so a directory
+ * or bucket written by Distribution is served by berth and the other way round.
+ */
+import { digestHex, type Digest } from '../registry/digest.js';
+
+export const ROOT = '/docker/registry/v2';
+export const REPOSITORIES = `${ROOT}/repositories`;
+
+const hexOf = (digest: Digest) => digestHex(digest);
+
+/** the directory of one blob's content: blobs/sha256/<first 2 hex>/<hex> */
+export function blobDir(digest: Digest): string {
+  const hex = hexOf(digest);
+  return `${ROOT}/blobs/sha256/${hex.slice(0, 2)}/${hex}`;
+}
+
+export function blobData(digest: Digest): string {
+  return `${blobDir(digest)}/data`;
+}
+
+export function repository(name: string): string {
+  return `${REPOSITORIES}/${name}`;
+}
+
+/** a repository's link to a layer (or config) blob: its existence grants the repository access */
+export function layerLink(name: string, digest: Digest): string {
+  return `${repository(name)}/_layers/sha256/${hexOf(digest)}/link`;
+}
+
+export function layerLinkDir(name: string, digest: Digest): string {
+  return `${repository(name)}/_layers/sha256/${hexOf(digest)}`;
+}
+
+export function manifestRevisionsDir(name: string): string {
+  return `${repository(name)}/_manifests/revisions/sha256`;
+}
+
+export function manifestRevisionLink(name: string, digest: Digest): string {
+  return `${manifestRevisionsDir(name)}/${hexOf(digest)}/link`;
+}
+
+export function manifestRevisionDir(name: string, digest: Digest): string {
+  return `${manifestRevisionsDir(name)}/${hexOf(digest)}`;
+}
+
+export function tagsDir(name: string): string {
+  return `${repository(name)}/_manifests/tags`;
+}
+
+export function tagDir(name: string, tag: string): string {
+  return `${tagsDir(name)}/${tag}`;
+}
+
+export function tagCurrentLink(name: string, tag: string): string {
+  return `${tagDir(name, tag)}/current/link`;
+}
+
+export function tagIndexLink(name: string, tag: string, digest: Digest): string {
+  return `${tagDir(name, tag)}/index/sha256/${hexOf(digest)}/link`;
+}
+
+export function uploadsDir(name: string): string {
+  return `${repository(name)}/_uploads`;
+}
+
+export function uploadDir(name: string, uuid: string): string {
+  return `${uploadsDir(name)}/${uuid}`;
+}
+
+export function uploadData(name: string, uuid: string): string {
+  return `${uploadDir(name, uuid)}/data`;
+}
+
+export function uploadStartedAt(name: string, uuid: string): string {
+  return `${uploadDir(name, uuid)}/startedat`;
+}
+
+/** the content of a link file */
+export function linkContent(digest: Digest): Buffer {
+  return Buffer.from(digest);
+}
