@@ -40,3 +40,18 @@ export function newHasher(): Hash {
 export function hasherDigest(hash: Hash): Digest {
   return `sha256:${hash.copy().digest('hex')}`;
 }
+
+/** algorithms an upload's `digest` parameter may use; sha256 is hashed while writing, the others re-read at commit */
+const VERIFIABLE = { sha256: 64, sha384: 96, sha512: 128 } as const;
+export type VerifiableAlgorithm = keyof typeof VERIFIABLE;
+
+/** a digest berth can check content against (sha256, sha384, sha512), or 400 DIGEST_INVALID */
+export function parseVerifiableDigest(value: string): { algorithm: VerifiableAlgorithm; hex: string; digest: string } {
+  const match = /^([a-z0-9]+):([a-f0-9]+)$/.exec(value);
+  const algorithm = match?.[1] as VerifiableAlgorithm | undefined;
+  if (!match || !algorithm || !(algorithm in VERIFIABLE) || match[2].length !== VERIFIABLE[algorithm]) {
+    if (!DIGEST_SYNTAX.test(value)) parseDigest(value); // throws with the syntax message
+    throw new RegistryError('DIGEST_INVALID', `invalid or unsupported digest ${JSON.stringify(value)}: expected sha256, sha384 or sha512 with lowercase hex of the right length`, { detail: { digest: value } });
+  }
+  return { algorithm, hex: match[2], digest: value };
+}

@@ -1,0 +1,110 @@
+/**
+ * The composition root: builds the storage driver, the registry core and the HTTP server from a
+ * validated Config. Nothing else constructs these.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from './config/schema.js';
+import { buildServer } from './http/server.js';
+import { UploadStateSigner } from './http/upload-state.js';
+import { URLBuilder } from './http/urls.js';
+import { createLogger } from './log.js';
+import { BlobStore } from './registry/blobs.js';
+import { purgeUploads } from './registry/purge.js';
+import { UploadSessions } from './registry/uploads.js';
+import type { StorageDriver } from './storage/driver.js';
+import { FilesystemDriver } from './storage/filesystem.js';
+import { InMemoryDriver } from './storage/inmemory.js';
+
+export interface App {
+  config: Config;
+  driver: StorageDriver;
+  server: FastifyInstance;
+  logger: Logger;
+  /** starts listening on http.addr (or `address` when given); resolves to the base URL */
+  listen(address?: { host: string; port: number }): Promise<string>;
+  close(): Promise<void>;
+}
+
+export function createDriver(storage: Config['storage']): StorageDriver {
+  if (storage.filesystem) return new FilesystemDriver({ rootdirectory: storage.filesystem.rootdirectory });
+  if (storage.inmemory) return new InMemoryDriver();
+  throw new Error('no storage driver configured'); // the schema makes this unreachable
+}
+
+export function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver } = {}): App {
+  const logger = options.logger ?? createLogger(config.log);
+  const driver = options.driver ?? createDriver(config.storage);
+  const blobs = new BlobStore(driver);
+  const uploads = new UploadSessions(driver, blobs);
+  const secret = config.http.secret ?? randomSecret(logger);
+  const server = buildServer(
+    {
+      config,
+      blobs,
+      uploads,
+      uploadState: new UploadStateSigner(secret),
+      urls: new URLBuilder({ host: config.http.host, prefix: config.http.prefix ?? '/', relative: config.http.relativeurls }),
+    },
+    logger,
+  );
+  const stopPurging = schedulePurging(config, driver, logger);
+
+  return {
+    config,
+    driver,
+    server,
+    logger,
+    async listen(address) {
+      const { host, port } = address ?? parseAddr(config.http.addr);
+      await server.listen({ host, port });
+      const bound = server.server.address() as AddressInfo;
+      const shownHost = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
+      const url = `http://${shownHost}:${bound.port}`;
+      logger.info({ addr: `${shownHost}:${bound.port}`, storage: driver.name }, 'listening');
+      return url;
+    },
+    async close() {
+      stopPurging();
+      await server.close();
+      await driver.close?.();
+    },
+  };
+}
+
+/** ':5000' listens on every interface, as Go's listeners do */
+export function parseAddr(addr: string): { host: string; port: number } {
+  const colon = addr.lastIndexOf(':');
+  const host = addr.slice(0, colon).replace(/^\[|\]$/g, '');
+  return { host: host === '' ? '::' : host, port: Number(addr.slice(colon + 1)) };
+}
+
+function randomSecret(logger: Logger): string {
+  logger.warn('http.secret is not set: a random one is used, so upload URLs are valid for this process only; several instances behind one load balancer need one shared http.secret');
+  return randomBytes(32).toString('base64url');
+}
+
+function schedulePurging(config: Config, driver: StorageDriver, logger: Logger): () => void {
+  const { enabled, age, interval, dryrun } = config.storage.maintenance.uploadpurging;
+  if (!enabled || config.storage.maintenance.readonly.enabled) return () => {};
+  const run = async () => {
+    try {
+      const result = await purgeUploads(driver, new Date(Date.now() - age), dryrun);
+      if (result.purged.length > 0 || result.errors.length > 0) {
+        logger.info({ purged: result.purged.length, errors: result.errors, dryRun: dryrun }, 'purged old uploads');
+      }
+    } catch (err) {
+      logger.error({ err }, 'upload purge failed');
+    }
+  };
+  const timer = setInterval(run, interval);
+  timer.unref();
+  const first = setTimeout(run, Math.min(interval, 60_000));
+  first.unref();
+  return () => {
+    clearInterval(timer);
+    clearTimeout(first);
+  };
+}

@@ -1,0 +1,25 @@
+/** Request bodies: blob data is never buffered, it is handed to the core as a stream. */
+import type { FastifyRequest } from 'fastify';
+
+/** the raw request stream, or undefined when the request has no body */
+export function bodyStream(req: FastifyRequest): AsyncIterable<Buffer> | undefined {
+  const length = req.headers['content-length'];
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  if (!chunked && (length === undefined || length === '0')) return undefined;
+  return req.raw;
+}
+
+/** Content-Length as a number, undefined when absent or chunked */
+export function contentLength(req: FastifyRequest): number | undefined {
+  const length = req.headers['content-length'];
+  return length === undefined || req.headers['transfer-encoding'] !== undefined ? undefined : Number(length);
+}
+
+/** every value of a query parameter that may repeat (`digest`) */
+export function queryValues(req: FastifyRequest, key: string): string[] {
+  return new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length)).getAll(key);
+}
+
+export function queryValue(req: FastifyRequest, key: string): string | undefined {
+  return queryValues(req, key)[0];
+}

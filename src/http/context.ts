@@ -1,0 +1,18 @@
+/** What every handler gets: the registry core and the edge's helpers, built once by the app. */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config/schema.js';
+import type { BlobStore } from '../registry/blobs.js';
+import type { UploadSessions } from '../registry/uploads.js';
+import type { Route } from './routes.js';
+import type { UploadStateSigner } from './upload-state.js';
+import type { URLBuilder } from './urls.js';
+
+export interface Services {
+  config: Config;
+  blobs: BlobStore;
+  uploads: UploadSessions;
+  uploadState: UploadStateSigner;
+  urls: URLBuilder;
+}
+
+export type Handler<R extends Route = Route> = (req: FastifyRequest, reply: FastifyReply, route: R, services: Services) => Promise<unknown>;

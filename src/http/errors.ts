@@ -1,0 +1,38 @@
+/** Error codes to HTTP: the status of each code and the JSON body of spec section 2.8. */
+import type { FastifyReply } from 'fastify';
+import { RegistryError, type ErrorCode } from '../registry/errors.js';
+
+const STATUS: Record<ErrorCode, number> = {
+  BLOB_UNKNOWN: 404,
+  BLOB_UPLOAD_INVALID: 400,
+  BLOB_UPLOAD_UNKNOWN: 404,
+  DIGEST_INVALID: 400,
+  MANIFEST_BLOB_UNKNOWN: 404,
+  MANIFEST_INVALID: 400,
+  MANIFEST_UNKNOWN: 404,
+  MANIFEST_UNVERIFIED: 400,
+  NAME_INVALID: 400,
+  NAME_UNKNOWN: 404,
+  PAGINATION_NUMBER_INVALID: 400,
+  RANGE_INVALID: 416,
+  SIZE_INVALID: 400,
+  TAG_INVALID: 400,
+  UNAUTHORIZED: 401,
+  DENIED: 403,
+  UNSUPPORTED: 405,
+  TOOMANYREQUESTS: 429,
+  NOT_FOUND: 404,
+  UNKNOWN: 500,
+  UNAVAILABLE: 503,
+};
+
+export function statusOf(err: RegistryError): number {
+  return err.status ?? STATUS[err.code];
+}
+
+export function sendError(reply: FastifyReply, err: RegistryError): FastifyReply {
+  return reply
+    .code(statusOf(err))
+    .header('content-type', 'application/json; charset=utf-8')
+    .send(JSON.stringify({ errors: err.entries() }));
+}

@@ -1,0 +1,67 @@
+/** GET, HEAD and DELETE /v2/<name>/blobs/<digest> (spec 4.6, 4.7). */
+import { Readable } from 'node:stream';
+import { parseDigest } from '../../registry/digest.js';
+import { RegistryError } from '../../registry/errors.js';
+import type { Handler } from '../context.js';
+import { parseRange } from '../ranges.js';
+import type { Route } from '../routes.js';
+import { CONTENT_DIGEST_HEADER } from '../wire-names.js';
+import { checkDeletable } from './modes.js';
+
+type BlobRoute = Extract<Route, { kind: 'blob' }>;
+
+const ONE_YEAR = 'max-age=31536000';
+
+export const getBlob: Handler<BlobRoute> = async (req, reply, route, { blobs, config }) => {
+  const digest = parseDigest(route.digest);
+  const { size } = await blobs.stat(route.name, digest);
+  const etag = `"${digest}"`;
+  reply
+    .header(CONTENT_DIGEST_HEADER, digest)
+    .header('etag', etag)
+    .header('cache-control', ONE_YEAR)
+    .header('accept-ranges', 'bytes')
+    .header('accept-range', 'bytes'); // the spec's spelling (4.6)
+
+  if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+
+  if (req.method === 'GET' && !config.storage.redirect.disable) {
+    const location = await blobs.redirectURL({ method: 'GET', clientIP: req.ip }, digest);
+    if (location) return reply.code(307).header('location', location).send();
+  }
+
+  const range = parseRange(req.headers.range, size);
+  if (range === 'invalid') {
+    throw new RegistryError('RANGE_INVALID', `range ${JSON.stringify(req.headers.range)} is malformed or outside the blob's ${size} bytes (one range of bytes=<start>-<end> is supported)`, {
+      detail: { size },
+    });
+  }
+  reply.header('content-type', 'application/octet-stream');
+  const start = range?.start ?? 0;
+  const length = range ? range.end - range.start + 1 : size;
+  reply.header('content-length', length);
+  if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${size}`);
+  if (req.method === 'HEAD') return reply.send();
+  const stream = await blobs.open(digest, start);
+  return reply.send(range ? Readable.from(limit(stream, length)) : stream);
+};
+
+/** the first `length` bytes of `stream` */
+async function* limit(stream: AsyncIterable<Buffer>, length: number): AsyncGenerator<Buffer> {
+  let left = length;
+  for await (const chunk of stream) {
+    if (chunk.length >= left) {
+      yield chunk.subarray(0, left);
+      return;
+    }
+    left -= chunk.length;
+    yield chunk;
+  }
+}
+
+export const deleteBlob: Handler<BlobRoute> = async (_req, reply, route, { blobs, config }) => {
+  checkDeletable(config);
+  const digest = parseDigest(route.digest);
+  await blobs.unlink(route.name, digest);
+  reply.code(202).header(CONTENT_DIGEST_HEADER, digest).header('content-length', 0).send();
+};

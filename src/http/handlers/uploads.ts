@@ -1,0 +1,161 @@
+/**
+ * Blob uploads (spec 3.1, 4.8–4.12): start, monolithic POST, mount, status, chunks, completion and
+ * cancellation. The upload URL carries a signed state token (see upload-state.ts).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isDigest, parseVerifiableDigest, type Digest } from '../../registry/digest.js';
+import { RegistryError } from '../../registry/errors.js';
+import { isRepositoryName } from '../../registry/names.js';
+import { UploadRangeError, uploadUnknown, type ChunkRange, type UploadStatus } from '../../registry/uploads.js';
+import { bodyStream, contentLength, queryValue, queryValues } from '../body.js';
+import type { Handler, Services } from '../context.js';
+import { parseContentRange } from '../ranges.js';
+import type { Route } from '../routes.js';
+import { CONTENT_DIGEST_HEADER, UPLOAD_UUID_HEADER } from '../wire-names.js';
+import { checkWritable } from './modes.js';
+
+type UploadsRoute = Extract<Route, { kind: 'uploads' }>;
+type UploadRoute = Extract<Route, { kind: 'upload' }>;
+
+/** POST /v2/<name>/blobs/uploads/: mount, monolithic upload, or start of a resumable upload */
+export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, services) => {
+  checkWritable(services.config);
+  const mount = queryValue(req, 'mount');
+  const from = queryValue(req, 'from');
+  if (mount !== undefined && from !== undefined && isDigest(mount) && isRepositoryName(from)) {
+    const mounted = await services.blobs.mount(from, name, mount);
+    if (mounted) return sendBlobCreated(req, reply, services, name, mounted.digest);
+  }
+
+  const digests = queryValues(req, 'digest');
+  digests.forEach(parseVerifiableDigest); // a malformed digest is refused before anything is stored
+  const upload = await services.uploads.start(name);
+  if (digests.length === 0 || mount !== undefined) return sendUploadStatus(req, reply, services, upload, 202);
+
+  const body = bodyStream(req);
+  const blob = await services.uploads.complete(name, upload.uuid, digests, body);
+  reply.header(UPLOAD_UUID_HEADER, upload.uuid);
+  return sendBlobCreated(req, reply, services, name, blob.digest);
+};
+
+/** GET: the upload's progress */
+export const getUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
+  const upload = await openUpload(req, route, services);
+  return sendUploadStatus(req, reply, services, upload, 204);
+};
+
+/** PATCH: append a chunk (with Content-Range) or a stream (without) */
+export const patchUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
+  checkWritable(services.config);
+  const upload = await openUpload(req, route, services);
+  const range = chunkRange(req);
+  if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
+  const body = bodyStream(req) ?? emptyBody();
+  try {
+    const updated = await services.uploads.append(route.name, route.uuid, body, range);
+    return sendUploadStatus(req, reply, services, updated, 202);
+  } catch (err) {
+    if (err instanceof UploadRangeError) return sendUploadStatus(req, reply, services, { ...upload, size: err.size }, 416);
+    throw err;
+  }
+};
+
+/** PUT: complete the upload with the last bytes (if any) and the expected digest(s) */
+export const putUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
+  checkWritable(services.config);
+  const upload = await openUpload(req, route, services);
+  const digests = queryValues(req, 'digest');
+  if (digests.length === 0) {
+    throw new RegistryError('DIGEST_INVALID', 'the digest query parameter is required to complete an upload (PUT <upload URL>?digest=sha256:...); the upload stays open', {
+      detail: { uuid: route.uuid },
+    });
+  }
+  digests.forEach(parseVerifiableDigest);
+  const range = chunkRange(req);
+  if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
+  try {
+    const blob = await services.uploads.complete(route.name, route.uuid, digests, bodyStream(req), range);
+    return sendBlobCreated(req, reply, services, route.name, blob.digest);
+  } catch (err) {
+    if (err instanceof UploadRangeError) return sendUploadStatus(req, reply, services, { ...upload, size: err.size }, 416);
+    throw err;
+  }
+};
+
+/** DELETE: cancel the upload */
+export const deleteUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
+  checkWritable(services.config);
+  await openUpload(req, route, services);
+  await services.uploads.cancel(route.name, route.uuid);
+  return reply.code(204).header('content-length', 0).send();
+};
+
+/**
+ * The upload addressed by the URL: it must exist (404 BLOB_UPLOAD_UNKNOWN), not be older than the
+ * purge age (purged on access), and carry a state token we signed for this repository and upload.
+ */
+async function openUpload(req: FastifyRequest, route: UploadRoute, services: Services): Promise<UploadStatus> {
+  const upload = await services.uploads.status(route.name, route.uuid);
+  const purging = services.config.storage.maintenance.uploadpurging;
+  if (purging.enabled && !purging.dryrun && Date.now() - upload.startedAt.getTime() > purging.age) {
+    await services.uploads.cancel(route.name, route.uuid);
+    throw uploadUnknown(route.uuid);
+  }
+  const state = services.uploadState.unpack(queryValue(req, '_state'));
+  if (!state || state.name !== route.name || state.uuid !== route.uuid) {
+    throw new RegistryError('BLOB_UPLOAD_INVALID', 'the upload URL is missing its _state parameter or it was altered: use the Location header of the last response', {
+      detail: { uuid: route.uuid },
+    });
+  }
+  return upload;
+}
+
+/**
+ * The chunk's declared range. When Content-Length is given too, it must equal the range's length
+ * (400 SIZE_INVALID before anything is written).
+ */
+function chunkRange(req: FastifyRequest): ChunkRange | undefined | 'invalid' {
+  const range = parseContentRange(req.headers['content-range']);
+  const length = contentLength(req);
+  if (range && range !== 'invalid' && length !== undefined && length !== range.end - range.start + 1) {
+    throw new RegistryError('SIZE_INVALID', `Content-Length ${length} does not match Content-Range ${req.headers['content-range']} (${range.end - range.start + 1} bytes)`, {
+      detail: { contentLength: length, contentRange: req.headers['content-range'] },
+    });
+  }
+  return range;
+}
+
+async function* emptyBody(): AsyncGenerator<Buffer> {}
+
+function uploadLocation(req: FastifyRequest, services: Services, upload: UploadStatus): string {
+  const state = services.uploadState.pack({ name: upload.name, uuid: upload.uuid, offset: upload.size, startedAt: upload.startedAt.toISOString() });
+  return services.urls.build(req, `/v2/${upload.name}/blobs/uploads/${upload.uuid}`, { _state: state });
+}
+
+/** `0-<last byte>` as the endpoints of 4.8–4.10 write it; `0-0` for an empty upload */
+function rangeHeader(size: number): string {
+  return `0-${Math.max(0, size - 1)}`;
+}
+
+/**
+ * Where the upload stands and the URL to continue with: 202 after a chunk, 204 for a status query,
+ * 416 for a chunk that does not continue the upload (4.10: no body, the client resumes from Range).
+ */
+function sendUploadStatus(req: FastifyRequest, reply: FastifyReply, services: Services, upload: UploadStatus, status: 202 | 204 | 416): FastifyReply {
+  return reply
+    .code(status)
+    .header('location', uploadLocation(req, services, upload))
+    .header('range', rangeHeader(upload.size))
+    .header(UPLOAD_UUID_HEADER, upload.uuid)
+    .header('content-length', 0)
+    .send();
+}
+
+function sendBlobCreated(req: FastifyRequest, reply: FastifyReply, services: Services, name: string, digest: Digest): FastifyReply {
+  return reply
+    .code(201)
+    .header('location', services.urls.build(req, `/v2/${name}/blobs/${digest}`))
+    .header(CONTENT_DIGEST_HEADER, digest)
+    .header('content-length', 0)
+    .send();
+}

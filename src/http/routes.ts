@@ -1,0 +1,58 @@
+/**
+ * Path matching for the V2 API. Repository names contain '/', so routes are recognised by their
+ * suffix and the name is what comes before it. The raw (still percent-encoded) path is matched:
+ * an encoded character in a name or tag makes it invalid rather than another repository's.
+ */
+import { RegistryError } from '../registry/errors.js';
+import { checkRepositoryName } from '../registry/names.js';
+
+export type Route =
+  | { kind: 'base' }
+  | { kind: 'catalog' }
+  | { kind: 'tags'; name: string }
+  | { kind: 'manifest'; name: string; reference: string }
+  | { kind: 'referrers'; name: string; digest: string }
+  | { kind: 'blob'; name: string; digest: string }
+  | { kind: 'uploads'; name: string }
+  | { kind: 'upload'; name: string; uuid: string };
+
+/** methods each route answers; others get 405 UNSUPPORTED */
+export const METHODS: Record<Route['kind'], readonly string[]> = {
+  base: ['GET', 'HEAD'],
+  catalog: ['GET'],
+  tags: ['GET'],
+  manifest: ['GET', 'HEAD', 'PUT', 'DELETE'],
+  referrers: ['GET'],
+  blob: ['GET', 'HEAD', 'DELETE'],
+  uploads: ['POST'],
+  upload: ['GET', 'PATCH', 'PUT', 'DELETE'],
+};
+
+const UUID = /^[a-zA-Z0-9-_.=]+$/;
+
+// order matters: uploads before blobs (a name may itself contain "blobs")
+const PATTERNS: [RegExp, (m: RegExpExecArray) => Route][] = [
+  [/^\/v2\/?$/, () => ({ kind: 'base' })],
+  [/^\/v2\/_catalog$/, () => ({ kind: 'catalog' })],
+  [/^\/v2\/(.+)\/tags\/list$/, (m) => ({ kind: 'tags', name: m[1] })],
+  [/^\/v2\/(.+)\/manifests\/([^/]+)$/, (m) => ({ kind: 'manifest', name: m[1], reference: m[2] })],
+  [/^\/v2\/(.+)\/referrers\/([^/]+)$/, (m) => ({ kind: 'referrers', name: m[1], digest: m[2] })],
+  [/^\/v2\/(.+)\/blobs\/uploads\/?$/, (m) => ({ kind: 'uploads', name: m[1] })],
+  [/^\/v2\/(.+)\/blobs\/uploads\/([^/]+)$/, (m) => ({ kind: 'upload', name: m[1], uuid: m[2] })],
+  [/^\/v2\/(.+)\/blobs\/([^/]+)$/, (m) => ({ kind: 'blob', name: m[1], digest: m[2] })],
+];
+
+/** the route of `path` (without query and prefix), undefined for none; invalid names throw NAME_INVALID */
+export function matchRoute(path: string): Route | undefined {
+  for (const [pattern, build] of PATTERNS) {
+    const m = pattern.exec(path);
+    if (!m) continue;
+    const route = build(m);
+    if ('name' in route) checkRepositoryName(route.name);
+    if (route.kind === 'upload' && !UUID.test(route.uuid)) {
+      throw new RegistryError('BLOB_UPLOAD_UNKNOWN', `invalid upload id ${JSON.stringify(route.uuid)}`, { detail: { uuid: route.uuid } });
+    }
+    return route;
+  }
+  return undefined;
+}

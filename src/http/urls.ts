@@ -1,0 +1,35 @@
+/**
+ * URLs the registry hands out (Location headers). Absolute by default, built from `http.host` or
+ * from the request (honouring X-Forwarded-Proto/-Host from a proxy); relative with `http.relativeurls`.
+ */
+import type { FastifyRequest } from 'fastify';
+
+export interface URLOptions {
+  host?: string;
+  prefix: string;
+  relative: boolean;
+}
+
+export class URLBuilder {
+  constructor(private readonly options: URLOptions) {}
+
+  /** `path` is below /v2/, e.g. `/v2/<name>/blobs/<digest>` */
+  build(req: FastifyRequest, path: string, query?: Record<string, string>): string {
+    const search = query ? `?${new URLSearchParams(query).toString()}` : '';
+    const local = `${this.options.prefix.replace(/\/$/, '')}${path}${search}`;
+    if (this.options.relative) return local;
+    return `${this.origin(req)}${local}`;
+  }
+
+  private origin(req: FastifyRequest): string {
+    if (this.options.host) return this.options.host.replace(/\/$/, '');
+    const proto = firstValue(req.headers['x-forwarded-proto']) ?? req.protocol;
+    const host = firstValue(req.headers['x-forwarded-host']) ?? req.headers.host ?? 'localhost';
+    return `${proto}://${host}`;
+  }
+}
+
+function firstValue(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value?.split(',')[0].trim() || undefined;
+}

@@ -1,0 +1,83 @@
+/**
+ * Blobs: content stored once under blobs/, made visible to a repository by a link in its _layers.
+ * A repository can read a blob only through its own link.
+ */
+import type { Readable } from 'node:stream';
+import { PathNotFoundError, type RedirectRequest, type StorageDriver } from '../storage/driver.js';
+import * as layout from '../storage/layout.js';
+import type { Digest } from './digest.js';
+import { RegistryError } from './errors.js';
+
+export interface BlobInfo {
+  digest: Digest;
+  size: number;
+}
+
+export class BlobStore {
+  constructor(private readonly driver: StorageDriver) {}
+
+  /** size of a blob linked into `name`, or 404 BLOB_UNKNOWN */
+  async stat(name: string, digest: Digest): Promise<BlobInfo> {
+    if (!(await this.isLinked(name, digest))) throw blobUnknown(digest);
+    const size = await this.storedSize(digest);
+    if (size === undefined) throw blobUnknown(digest);
+    return { digest, size };
+  }
+
+  /** true when `name` links to the blob (its content need not be checked) */
+  async isLinked(name: string, digest: Digest): Promise<boolean> {
+    try {
+      const link = (await this.driver.getContent(layout.layerLink(name, digest))).toString();
+      return link === digest;
+    } catch (err) {
+      if (err instanceof PathNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  /** size of the stored content, whoever links to it; undefined when it is not stored */
+  async storedSize(digest: Digest): Promise<number | undefined> {
+    try {
+      return (await this.driver.stat(layout.blobData(digest))).size;
+    } catch (err) {
+      if (err instanceof PathNotFoundError) return undefined;
+      throw err;
+    }
+  }
+
+  async open(digest: Digest, offset = 0): Promise<Readable> {
+    try {
+      return await this.driver.reader(layout.blobData(digest), offset);
+    } catch (err) {
+      if (err instanceof PathNotFoundError) throw blobUnknown(digest);
+      throw err;
+    }
+  }
+
+  redirectURL(req: RedirectRequest, digest: Digest): Promise<string | undefined> {
+    return this.driver.redirectURL(req, layout.blobData(digest));
+  }
+
+  async link(name: string, digest: Digest): Promise<void> {
+    await this.driver.putContent(layout.layerLink(name, digest), layout.linkContent(digest));
+  }
+
+  /** removes `name`'s link (the content stays for other repositories and garbage collection) */
+  async unlink(name: string, digest: Digest): Promise<void> {
+    if (!(await this.isLinked(name, digest))) throw blobUnknown(digest);
+    await this.driver.delete(layout.layerLinkDir(name, digest));
+  }
+
+  /** 'mount': link a blob that `from` links to into `name`; false when `from` has no such blob */
+  async mount(from: string, name: string, digest: Digest): Promise<BlobInfo | undefined> {
+    if (!(await this.isLinked(from, digest))) return undefined;
+    const size = await this.storedSize(digest);
+    if (size === undefined) return undefined;
+    await this.link(name, digest);
+    return { digest, size };
+  }
+}
+
+export function blobUnknown(digest: Digest): RegistryError {
+  return new RegistryError('BLOB_UNKNOWN', undefined, { detail: { digest } });
+}

@@ -1,0 +1,206 @@
+/**
+ * Upload sessions: bytes are appended to repositories/<name>/_uploads/<uuid>/data and hashed as
+ * they arrive. On completion the digest is checked and the data moved to blobs/ (atomically), so a
+ * blob is visible only once verified. All state is in storage; the running sha256 is kept in memory
+ * only as a shortcut and recomputed from the stored bytes after a restart or on another instance.
+ */
+import { randomUUID, createHash, type Hash } from 'node:crypto';
+import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import * as layout from '../storage/layout.js';
+import { BlobStore, type BlobInfo } from './blobs.js';
+import { hasherDigest, newHasher, parseVerifiableDigest, type Digest } from './digest.js';
+import { RegistryError } from './errors.js';
+import { KeyedLock } from './keyed-lock.js';
+
+export interface UploadStatus {
+  name: string;
+  uuid: string;
+  /** bytes received and persisted so far */
+  size: number;
+  startedAt: Date;
+}
+
+/** A chunk that does not start where the upload ends (416); `size` is what the upload holds. */
+export class UploadRangeError extends RegistryError {
+  constructor(readonly size: number, message: string) {
+    super('RANGE_INVALID', message, { detail: { size } });
+  }
+}
+
+export interface ChunkRange {
+  /** first byte offset the client says the chunk starts at */
+  start: number;
+  /** inclusive last offset the client says the chunk ends at */
+  end: number;
+}
+
+/** running hashes of recently used uploads, keyed by uuid; valid only when `offset` equals the stored size */
+interface HashState {
+  hash: Hash;
+  offset: number;
+}
+
+const MAX_HASH_STATES = 10_000;
+
+export class UploadSessions {
+  private readonly locks = new KeyedLock();
+  private readonly hashes = new Map<string, HashState>();
+
+  constructor(
+    private readonly driver: StorageDriver,
+    private readonly blobs: BlobStore,
+  ) {}
+
+  async start(name: string): Promise<UploadStatus> {
+    const uuid = randomUUID();
+    const startedAt = new Date();
+    await this.driver.putContent(layout.uploadStartedAt(name, uuid), Buffer.from(startedAt.toISOString()));
+    return { name, uuid, size: 0, startedAt };
+  }
+
+  /** the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN */
+  async status(name: string, uuid: string): Promise<UploadStatus> {
+    let startedAt: Date;
+    try {
+      startedAt = new Date((await this.driver.getContent(layout.uploadStartedAt(name, uuid))).toString().trim());
+    } catch (err) {
+      if (err instanceof PathNotFoundError) throw uploadUnknown(uuid);
+      throw err;
+    }
+    return { name, uuid, size: await this.storedSize(name, uuid), startedAt };
+  }
+
+  /** appends a chunk (PATCH); with `range`, the chunk must start where the upload ends */
+  append(name: string, uuid: string, body: AsyncIterable<Buffer>, range?: ChunkRange): Promise<UploadStatus> {
+    return this.locks.run(uuid, async () => {
+      const status = await this.status(name, uuid);
+      checkRange(status.size, range);
+      status.size = await this.write(name, uuid, body);
+      return status;
+    });
+  }
+
+  /**
+   * Completes the upload (PUT): appends the last bytes, if any, checks the content against every
+   * given digest, moves it to blobs/ and links it into the repository. On a mismatch the upload is
+   * discarded (the client starts over, as the spec's state table says).
+   */
+  complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange): Promise<BlobInfo> {
+    const expected = digests.map(parseVerifiableDigest);
+    return this.locks.run(uuid, async () => {
+      const status = await this.status(name, uuid);
+      checkRange(status.size, range);
+      const size = body ? await this.write(name, uuid, body) : status.size;
+      const digest = await this.verify(name, uuid, size, expected);
+      await this.moveToBlobs(name, uuid, digest);
+      await this.blobs.link(name, digest);
+      await this.remove(name, uuid);
+      return { digest, size };
+    });
+  }
+
+  cancel(name: string, uuid: string): Promise<void> {
+    return this.locks.run(uuid, async () => {
+      await this.status(name, uuid);
+      await this.remove(name, uuid);
+    });
+  }
+
+  /** streams `body` to the end of the upload's data, hashing as it goes; returns the new size */
+  private async write(name: string, uuid: string, body: AsyncIterable<Buffer>): Promise<number> {
+    const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
+    let state: HashState | undefined;
+    try {
+      state = await this.hashState(name, uuid, writer.size);
+      for await (const chunk of body) {
+        await writer.write(chunk);
+        state.hash.update(chunk);
+      }
+    } finally {
+      // a client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it
+      this.hashes.delete(uuid);
+      await writer.close();
+      if (state) this.remember(uuid, { hash: state.hash, offset: writer.size });
+    }
+    return writer.size;
+  }
+
+  /** the running hash of the first `size` stored bytes: from memory, or re-read from storage */
+  private async hashState(name: string, uuid: string, size: number): Promise<HashState> {
+    const known = this.hashes.get(uuid);
+    if (known && known.offset === size) return known;
+    const hash = newHasher();
+    if (size > 0) await this.hashStored(name, uuid, hash);
+    return { hash, offset: size };
+  }
+
+  private async hashStored(name: string, uuid: string, hash: Hash): Promise<void> {
+    for await (const chunk of await this.driver.reader(layout.uploadData(name, uuid), 0)) hash.update(chunk as Buffer);
+  }
+
+  private remember(uuid: string, state: HashState): void {
+    if (this.hashes.size >= MAX_HASH_STATES) this.hashes.delete(this.hashes.keys().next().value as string);
+    this.hashes.set(uuid, state);
+  }
+
+  private async verify(name: string, uuid: string, size: number, expected: ReturnType<typeof parseVerifiableDigest>[]): Promise<Digest> {
+    const digest = hasherDigest((await this.hashState(name, uuid, size)).hash);
+    for (const want of expected) {
+      const actual = want.algorithm === 'sha256' ? digest : await this.otherDigest(name, uuid, size, want.algorithm);
+      if (actual !== want.digest) {
+        await this.remove(name, uuid);
+        throw new RegistryError('DIGEST_INVALID', `provided digest ${want.digest} did not match uploaded content (${size} bytes with digest ${actual}); the upload was discarded`, {
+          detail: { digest: want.digest },
+        });
+      }
+    }
+    return digest;
+  }
+
+  private async otherDigest(name: string, uuid: string, size: number, algorithm: string): Promise<string> {
+    const hash = createHash(algorithm);
+    if (size > 0) await this.hashStored(name, uuid, hash);
+    return `${algorithm}:${hash.digest('hex')}`;
+  }
+
+  /** verified data becomes the blob; when it is stored already (a concurrent upload won), keep that copy */
+  private async moveToBlobs(name: string, uuid: string, digest: Digest): Promise<void> {
+    const data = layout.uploadData(name, uuid);
+    if ((await this.blobs.storedSize(digest)) !== undefined) return;
+    try {
+      await this.driver.move(data, layout.blobData(digest));
+    } catch (err) {
+      // an empty upload has no data file: store the empty blob
+      if (!(err instanceof PathNotFoundError)) throw err;
+      await this.driver.putContent(layout.blobData(digest), Buffer.alloc(0));
+    }
+  }
+
+  private async remove(name: string, uuid: string): Promise<void> {
+    this.hashes.delete(uuid);
+    try {
+      await this.driver.delete(layout.uploadDir(name, uuid));
+    } catch (err) {
+      if (!(err instanceof PathNotFoundError)) throw err;
+    }
+  }
+
+  private async storedSize(name: string, uuid: string): Promise<number> {
+    try {
+      return (await this.driver.stat(layout.uploadData(name, uuid))).size;
+    } catch (err) {
+      if (err instanceof PathNotFoundError) return 0;
+      throw err;
+    }
+  }
+}
+
+function checkRange(size: number, range: ChunkRange | undefined): void {
+  if (range && range.start !== size) {
+    throw new UploadRangeError(size, `chunk starts at byte ${range.start}, but the upload holds ${size} bytes: send the chunk that starts at ${size}`);
+  }
+}
+
+export function uploadUnknown(uuid: string): RegistryError {
+  return new RegistryError('BLOB_UPLOAD_UNKNOWN', undefined, { detail: { uuid } });
+}
