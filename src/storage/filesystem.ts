@@ -1,0 +1,301 @@
+/**
+ * Stores files below a local directory. Driver path `/a/b` is `<rootdirectory>/a/b`, the same
+ * mapping as Distribution's filesystem driver, so either registry can serve the other's directory.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import {
+  checkDirPath,
+  checkPath,
+  InvalidOffsetError,
+  InvalidPathError,
+  PathNotFoundError,
+  StorageError,
+  UnsupportedMethodError,
+  type FileInfo,
+  type FileWriter,
+  type RedirectRequest,
+  type StorageDriver,
+  type WalkFn,
+  type WalkOptions,
+} from './driver.js';
+
+const NAME = 'filesystem';
+
+/** putContent's temp files: `.<name>.<16 hex>.tmp`, hidden from list and walk. */
+const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
+
+/** error codes that mean "nothing at this path" (ENOTDIR: a parent is a file) */
+const MISSING = ['ENOENT', 'ENOTDIR'];
+
+/** '/..' matches PATH_PATTERN but would escape the root directory. */
+function checkNoDotSegments(path: string): void {
+  if (path.split('/').some((s) => s === '.' || s === '..')) throw new InvalidPathError(path, NAME);
+}
+
+function validPath(path: string): void {
+  checkPath(path, NAME);
+  checkNoDotSegments(path);
+}
+
+function validDirPath(path: string): void {
+  checkDirPath(path, NAME);
+  checkNoDotSegments(path);
+}
+
+function toStorageError(err: unknown, path: string, missing = MISSING): StorageError {
+  if (missing.includes((err as NodeJS.ErrnoException)?.code ?? '')) return new PathNotFoundError(path, NAME);
+  const message = err instanceof Error ? err.message : String(err);
+  return new StorageError(`${NAME}: ${path}: ${message}`, NAME, { cause: err });
+}
+
+/** Order of walk and startAfter: path by path component, so '/a/b' sorts before '/a-b'. */
+function pathKey(path: string): string {
+  return path.replaceAll('/', '\0');
+}
+
+function childPath(dir: string, name: string): string {
+  return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}
+
+export class FilesystemDriver implements StorageDriver {
+  readonly name = NAME;
+  private readonly root: string;
+
+  constructor(options: { rootdirectory: string }) {
+    this.root = options.rootdirectory;
+    // The root always exists, so list('/') and walk('/') of a new registry see an empty tree.
+    mkdirSync(this.root, { recursive: true });
+  }
+
+  private local(path: string): string {
+    return join(this.root, path);
+  }
+
+  async getContent(path: string): Promise<Buffer> {
+    validPath(path);
+    try {
+      return await readFile(this.local(path));
+    } catch (err) {
+      throw toStorageError(err, path, [...MISSING, 'EISDIR']);
+    }
+  }
+
+  async putContent(path: string, data: Buffer): Promise<void> {
+    validPath(path);
+    const file = this.local(path);
+    const temp = join(dirname(file), `.${basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
+    try {
+      await mkdir(dirname(file), { recursive: true });
+      const fh = await open(temp, 'wx');
+      try {
+        await fh.writeFile(data);
+        await fh.sync(); // so a crash after the rename cannot leave an empty file behind
+      } finally {
+        await fh.close();
+      }
+      await rename(temp, file);
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw toStorageError(err, path, []);
+    }
+  }
+
+  async reader(path: string, offset = 0): Promise<Readable> {
+    validPath(path);
+    let fh: FileHandle;
+    try {
+      fh = await open(this.local(path), 'r');
+    } catch (err) {
+      throw toStorageError(err, path);
+    }
+    try {
+      // stat the open handle: it is the file we will stream, even if the path is replaced meanwhile
+      const st = await fh.stat();
+      if (st.isDirectory()) throw new PathNotFoundError(path, NAME);
+      if (!Number.isSafeInteger(offset) || offset < 0 || offset > st.size) {
+        throw new InvalidOffsetError(path, offset, NAME);
+      }
+      return fh.createReadStream({ start: offset }); // closes the handle at end or destroy
+    } catch (err) {
+      await fh.close();
+      throw err instanceof StorageError ? err : toStorageError(err, path);
+    }
+  }
+
+  async writer(path: string, append: boolean): Promise<FileWriter> {
+    validPath(path);
+    const file = this.local(path);
+    try {
+      await mkdir(dirname(file), { recursive: true });
+      const fh = await open(file, append ? 'a' : 'w');
+      try {
+        const { size } = await fh.stat();
+        return new FsWriter(fh, file, path, size);
+      } catch (err) {
+        await fh.close();
+        throw err;
+      }
+    } catch (err) {
+      throw toStorageError(err, path, []);
+    }
+  }
+
+  async stat(path: string): Promise<FileInfo> {
+    validDirPath(path);
+    try {
+      const st = await stat(this.local(path));
+      const isDir = st.isDirectory();
+      return { path, size: isDir ? 0 : st.size, modTime: st.mtime, isDir };
+    } catch (err) {
+      throw toStorageError(err, path);
+    }
+  }
+
+  async list(path: string): Promise<string[]> {
+    validDirPath(path);
+    return (await this.childNames(path)).map((name) => childPath(path, name));
+  }
+
+  /** sorted names of the entries in a directory, without our temp files */
+  private async childNames(path: string): Promise<string[]> {
+    try {
+      const names = await readdir(this.local(path));
+      return names.filter((n) => !TEMP_FILE.test(n)).sort();
+    } catch (err) {
+      throw toStorageError(err, path);
+    }
+  }
+
+  async move(src: string, dst: string): Promise<void> {
+    validPath(src);
+    validPath(dst);
+    // stat first so a missing src does not leave dst's parent directories behind
+    await this.stat(src);
+    const target = this.local(dst);
+    try {
+      await mkdir(dirname(target), { recursive: true });
+      await rename(this.local(src), target);
+    } catch (err) {
+      throw toStorageError(err, src);
+    }
+  }
+
+  async delete(path: string): Promise<void> {
+    validPath(path);
+    try {
+      await rm(this.local(path), { recursive: true }); // without force: ENOENT when missing
+    } catch (err) {
+      throw toStorageError(err, path);
+    }
+  }
+
+  async redirectURL(_req: RedirectRequest, path: string): Promise<string | undefined> {
+    validPath(path);
+    return undefined;
+  }
+
+  async walk(path: string, fn: WalkFn, options: WalkOptions = {}): Promise<void> {
+    validDirPath(path);
+    const names = await this.childNames(path); // a missing start path is an error...
+    await this.walkChildren(path, names, fn, options.startAfter);
+  }
+
+  /** Returns false when fn asked to stop. */
+  private async walkDir(dir: string, fn: WalkFn, startAfter?: string): Promise<boolean> {
+    let names: string[];
+    try {
+      names = await this.childNames(dir);
+    } catch (err) {
+      if (err instanceof PathNotFoundError) return true; // ...but one deleted during the walk is not
+      throw err;
+    }
+    return this.walkChildren(dir, names, fn, startAfter);
+  }
+
+  private async walkChildren(dir: string, names: string[], fn: WalkFn, startAfter?: string): Promise<boolean> {
+    for (const name of names) {
+      const child = childPath(dir, name);
+      if (startAfter !== undefined && pathKey(child) <= pathKey(startAfter)) {
+        // not visited; its subtree lies before the hint unless the hint is the child or inside it
+        if (child === startAfter || startAfter.startsWith(`${child}/`)) {
+          if (!(await this.walkDir(child, fn, startAfter))) return false;
+        }
+        continue;
+      }
+      let info: FileInfo;
+      try {
+        info = await this.stat(child);
+      } catch (err) {
+        if (err instanceof PathNotFoundError) continue; // deleted since the listing
+        throw err;
+      }
+      const control = await fn(info);
+      if (control === 'stop') return false;
+      if (info.isDir && control !== 'skip' && !(await this.walkDir(child, fn, startAfter))) return false;
+    }
+    return true;
+  }
+}
+
+class FsWriter implements FileWriter {
+  private finished = false;
+  /** writes run one after another; a failed write fails every later one */
+  private pending: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly file: string,
+    private readonly path: string,
+    public size: number,
+  ) {}
+
+  write(chunk: Buffer): Promise<void> {
+    if (this.finished) return Promise.reject(this.finishedError());
+    this.pending = this.pending.then(() => this.writeAll(chunk));
+    return this.pending;
+  }
+
+  private async writeAll(chunk: Buffer): Promise<void> {
+    try {
+      for (let done = 0; done < chunk.length; ) {
+        done += (await this.fh.write(chunk, done, chunk.length - done)).bytesWritten;
+      }
+    } catch (err) {
+      throw toStorageError(err, this.path, []);
+    }
+    this.size += chunk.length;
+  }
+
+  close(): Promise<void> {
+    return this.finish(false);
+  }
+
+  commit(): Promise<void> {
+    return this.finish(true);
+  }
+
+  async cancel(): Promise<void> {
+    if (this.finished) throw this.finishedError();
+    await this.finish(false).catch(() => {}); // a failed write does not matter: the file goes
+    await rm(this.file, { force: true });
+  }
+
+  private async finish(sync: boolean): Promise<void> {
+    if (this.finished) throw this.finishedError();
+    this.finished = true;
+    try {
+      await this.pending;
+      if (sync) await this.fh.sync();
+    } finally {
+      await this.fh.close();
+    }
+  }
+
+  private finishedError(): UnsupportedMethodError {
+    return new UnsupportedMethodError(`${NAME}: writer for ${this.path} already closed`, NAME);
+  }
+}

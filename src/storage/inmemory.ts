@@ -1,0 +1,242 @@
+/**
+ * Keeps everything in a tree of Maps: for tests and throwaway registries. Directories exist only
+ * while something lies below them, as in an object store.
+ */
+import { Readable } from 'node:stream';
+import {
+  checkDirPath,
+  checkPath,
+  InvalidOffsetError,
+  PathNotFoundError,
+  StorageError,
+  UnsupportedMethodError,
+  type FileInfo,
+  type FileWriter,
+  type RedirectRequest,
+  type StorageDriver,
+  type WalkFn,
+  type WalkOptions,
+} from './driver.js';
+
+const NAME = 'inmemory';
+
+class MemFile {
+  /** content as written; joined only when read whole, so a write costs no copy of the file */
+  chunks: Buffer[] = [];
+  size = 0;
+  modTime = new Date();
+
+  append(chunk: Buffer): void {
+    this.chunks.push(Buffer.from(chunk)); // a copy: the caller may reuse its buffer
+    this.size += chunk.length;
+    this.modTime = new Date();
+  }
+}
+
+class MemDir {
+  readonly children = new Map<string, MemFile | MemDir>();
+  readonly modTime = new Date();
+}
+
+/** Order of walk and startAfter: path by path component, so '/a/b' sorts before '/a-b'. */
+function pathKey(path: string): string {
+  return path.replaceAll('/', '\0');
+}
+
+function childPath(dir: string, name: string): string {
+  return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}
+
+/** path '/a/b/c' -> ['a', 'b', 'c']; '/' -> [] */
+function segments(path: string): string[] {
+  return path === '/' ? [] : path.slice(1).split('/');
+}
+
+async function* chunksFrom(chunks: Buffer[], offset: number): AsyncGenerator<Buffer> {
+  for (const chunk of chunks) {
+    if (offset >= chunk.length) {
+      offset -= chunk.length;
+      continue;
+    }
+    yield chunk.subarray(offset);
+    offset = 0;
+  }
+}
+
+export class InMemoryDriver implements StorageDriver {
+  readonly name = NAME;
+  private readonly root = new MemDir();
+
+  private lookup(path: string): MemFile | MemDir | undefined {
+    let node: MemFile | MemDir | undefined = this.root;
+    for (const name of segments(path)) {
+      node = node instanceof MemDir ? node.children.get(name) : undefined;
+    }
+    return node;
+  }
+
+  private file(path: string): MemFile {
+    const node = this.lookup(path);
+    if (!(node instanceof MemFile)) throw new PathNotFoundError(path, NAME);
+    return node;
+  }
+
+  private dir(path: string): MemDir {
+    const node = this.lookup(path);
+    if (!(node instanceof MemDir)) throw new PathNotFoundError(path, NAME);
+    return node;
+  }
+
+  /** puts node at path, creating parent directories; replaces a file there, not a directory */
+  private place(path: string, node: MemFile | MemDir): void {
+    const names = segments(path);
+    const last = names.pop()!;
+    let dir = this.root;
+    for (const name of names) {
+      let next = dir.children.get(name);
+      if (next === undefined) dir.children.set(name, (next = new MemDir()));
+      if (!(next instanceof MemDir)) throw new StorageError(`${NAME}: not a directory: ${name} in ${path}`, NAME);
+      dir = next;
+    }
+    if (dir.children.get(last) instanceof MemDir) throw new StorageError(`${NAME}: is a directory: ${path}`, NAME);
+    dir.children.set(last, node);
+  }
+
+  /** removes the node at path and the directories it leaves empty */
+  private remove(path: string): void {
+    const names = segments(path);
+    const dirs = [this.root];
+    for (const name of names.slice(0, -1)) dirs.push(dirs[dirs.length - 1].children.get(name) as MemDir);
+    for (let i = names.length - 1; i >= 0; i--) {
+      dirs[i].children.delete(names[i]);
+      if (i === 0 || dirs[i].children.size > 0) break;
+    }
+  }
+
+  async getContent(path: string): Promise<Buffer> {
+    checkPath(path, NAME);
+    return Buffer.concat(this.file(path).chunks); // always a copy
+  }
+
+  async putContent(path: string, data: Buffer): Promise<void> {
+    checkPath(path, NAME);
+    const file = new MemFile();
+    file.append(data);
+    this.place(path, file); // swapping in a finished node is what makes it atomic
+  }
+
+  async reader(path: string, offset = 0): Promise<Readable> {
+    checkPath(path, NAME);
+    const file = this.file(path);
+    if (!Number.isSafeInteger(offset) || offset < 0 || offset > file.size) {
+      throw new InvalidOffsetError(path, offset, NAME);
+    }
+    // chunks are never changed once appended, so a copy of the list is a consistent snapshot
+    return Readable.from(chunksFrom([...file.chunks], offset), { objectMode: false });
+  }
+
+  async writer(path: string, append: boolean): Promise<FileWriter> {
+    checkPath(path, NAME);
+    let file = append ? this.lookup(path) : undefined;
+    if (!(file instanceof MemFile)) this.place(path, (file = new MemFile()));
+    return new MemWriter(file, path, () => {
+      if (this.lookup(path) === file) this.remove(path);
+    });
+  }
+
+  async stat(path: string): Promise<FileInfo> {
+    checkDirPath(path, NAME);
+    const node = this.lookup(path);
+    if (node === undefined) throw new PathNotFoundError(path, NAME);
+    const isDir = node instanceof MemDir;
+    return { path, size: isDir ? 0 : node.size, modTime: node.modTime, isDir };
+  }
+
+  async list(path: string): Promise<string[]> {
+    checkDirPath(path, NAME);
+    return [...this.dir(path).children.keys()].sort().map((name) => childPath(path, name));
+  }
+
+  async move(src: string, dst: string): Promise<void> {
+    checkPath(src, NAME);
+    checkPath(dst, NAME);
+    const node = this.lookup(src);
+    if (node === undefined) throw new PathNotFoundError(src, NAME);
+    if (src === dst) return;
+    this.place(dst, node);
+    this.remove(src);
+  }
+
+  async delete(path: string): Promise<void> {
+    checkPath(path, NAME);
+    if (this.lookup(path) === undefined) throw new PathNotFoundError(path, NAME);
+    this.remove(path);
+  }
+
+  async redirectURL(_req: RedirectRequest, path: string): Promise<string | undefined> {
+    checkPath(path, NAME);
+    return undefined;
+  }
+
+  async walk(path: string, fn: WalkFn, options: WalkOptions = {}): Promise<void> {
+    checkDirPath(path, NAME);
+    await this.walkDir(path, this.dir(path), fn, options.startAfter);
+  }
+
+  /** Returns false when fn asked to stop. */
+  private async walkDir(path: string, dir: MemDir, fn: WalkFn, startAfter?: string): Promise<boolean> {
+    for (const name of [...dir.children.keys()].sort()) {
+      const child = childPath(path, name);
+      const node = dir.children.get(name);
+      if (node === undefined) continue; // deleted by fn during the walk
+      if (startAfter !== undefined && pathKey(child) <= pathKey(startAfter)) {
+        // not visited; its subtree lies before the hint unless the hint is the child or inside it
+        const holdsHint = child === startAfter || startAfter.startsWith(`${child}/`);
+        if (holdsHint && node instanceof MemDir && !(await this.walkDir(child, node, fn, startAfter))) return false;
+        continue;
+      }
+      const isDir = node instanceof MemDir;
+      const control = await fn({ path: child, size: isDir ? 0 : node.size, modTime: node.modTime, isDir });
+      if (control === 'stop') return false;
+      if (isDir && control !== 'skip' && !(await this.walkDir(child, node, fn, startAfter))) return false;
+    }
+    return true;
+  }
+}
+
+class MemWriter implements FileWriter {
+  private finished = false;
+
+  constructor(
+    private readonly file: MemFile,
+    private readonly path: string,
+    private readonly discard: () => void,
+  ) {}
+
+  get size(): number {
+    return this.file.size;
+  }
+
+  async write(chunk: Buffer): Promise<void> {
+    this.check();
+    this.file.append(chunk);
+  }
+
+  async close(): Promise<void> {
+    this.check();
+    this.finished = true;
+  }
+
+  async commit(): Promise<void> {
+    return this.close();
+  }
+
+  async cancel(): Promise<void> {
+    await this.close();
+    this.discard();
+  }
+
+  private check(): void {
+    if (this.finished) throw new UnsupportedMethodError(`${NAME}: writer for ${this.path} already closed`, NAME);
+  }
+}

@@ -1,0 +1,501 @@
+/**
+ * The tests every StorageDriver must pass. Uses nothing but the StorageDriver interface, so the
+ * same suite runs against the filesystem, in-memory and S3 drivers.
+ */
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import {
+  InvalidOffsetError,
+  InvalidPathError,
+  PathNotFoundError,
+  UnsupportedMethodError,
+  type FileInfo,
+  type StorageDriver,
+  type WalkControl,
+} from '../../src/storage/driver.js';
+
+const MiB = 1024 * 1024;
+
+export interface DriverSuiteOptions {
+  /** size of the large streamed write (default 100 MiB) */
+  largeFileBytes?: number;
+  /**
+   * allowed growth of RSS, and of memory still reachable after a GC, during the large write
+   * (default 60 MiB); null: no check, for drivers that keep content in RAM by design
+   */
+  maxMemoryGrowthBytes?: number | null;
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * A full garbage collection on demand. RSS alone misses a driver that holds on to chunks when
+ * earlier tests left freed memory in the allocator for it to reuse; reachable memory after a GC
+ * does not.
+ */
+function collectGarbage(): void {
+  if (typeof globalThis.gc !== 'function') {
+    setFlagsFromString('--expose-gc');
+    globalThis.gc = runInNewContext('gc') as typeof globalThis.gc;
+  }
+  // twice: V8 releases the Buffers of unreachable ArrayBuffers in a sweep that may still be
+  // running when gc() returns, and the next collection finishes it first
+  globalThis.gc!();
+  globalThis.gc!();
+}
+
+function reachableBytes(): number {
+  collectGarbage();
+  const { heapUsed, external } = process.memoryUsage(); // external includes Buffers
+  return heapUsed + external;
+}
+
+function mib(bytes: number): string {
+  return (bytes / MiB).toFixed(1);
+}
+
+export function runDriverSuite(
+  name: string,
+  makeDriver: () => Promise<{ driver: StorageDriver; cleanup(): Promise<void> }>,
+  options: DriverSuiteOptions = {},
+): void {
+  const largeFileBytes = options.largeFileBytes ?? 100 * MiB;
+  const maxGrowth = options.maxMemoryGrowthBytes === undefined ? 60 * MiB : options.maxMemoryGrowthBytes;
+
+  describe(`storage driver: ${name}`, () => {
+    let driver: StorageDriver;
+    let cleanup: () => Promise<void>;
+
+    beforeEach(async () => {
+      ({ driver, cleanup } = await makeDriver());
+    });
+    afterEach(async () => {
+      await driver.close?.();
+      await cleanup();
+    });
+
+    const notFound = (promise: Promise<unknown>) => assert.rejects(promise, PathNotFoundError);
+
+    async function putAll(files: Record<string, string>): Promise<void> {
+      for (const [path, content] of Object.entries(files)) await driver.putContent(path, Buffer.from(content));
+    }
+
+    describe('getContent and putContent', () => {
+      it('round-trips empty, binary and 1 MiB content', async () => {
+        const values = [Buffer.alloc(0), Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(MiB)];
+        for (const [i, value] of values.entries()) {
+          await driver.putContent(`/round/trip/${i}`, value);
+          assert.deepEqual(await driver.getContent(`/round/trip/${i}`), value);
+        }
+      });
+
+      it('overwrites with shorter content', async () => {
+        await driver.putContent('/over/write', Buffer.from('a longer first value'));
+        await driver.putContent('/over/write', Buffer.from('short'));
+        assert.equal((await driver.getContent('/over/write')).toString(), 'short');
+        assert.equal((await driver.stat('/over/write')).size, 5);
+      });
+
+      it('reports missing files and directories as PathNotFoundError', async () => {
+        await driver.putContent('/dir/file', Buffer.from('x'));
+        await notFound(driver.getContent('/missing'));
+        await notFound(driver.getContent('/dir/missing'));
+        await notFound(driver.getContent('/dir'));
+        await notFound(driver.getContent('/dir/file/below'));
+      });
+
+      it('is atomic: concurrent readers see a whole old or new value, never a mix', async () => {
+        // version v is 4 MiB of the byte v, so one byte names the version a reader must have seen whole
+        const versions = Array.from({ length: 16 }, (_, v) => Buffer.alloc(4 * MiB, v));
+        await driver.putContent('/atomic/file', versions[0]);
+        let writing = true;
+        let reads = 0;
+        const check = (seen: Buffer) => {
+          assert.equal(seen.length, 4 * MiB);
+          assert.ok(seen.equals(versions[seen[0]]), 'a read mixed two versions');
+          reads++;
+        };
+        const reader = async (useStream: boolean) => {
+          while (writing) {
+            check(useStream ? await readAll(await driver.reader('/atomic/file')) : await driver.getContent('/atomic/file'));
+          }
+        };
+        const readers = [reader(false), reader(false), reader(true), reader(true)];
+        try {
+          for (let round = 0; round < 3; round++) {
+            for (const version of versions.slice(1)) await driver.putContent('/atomic/file', version);
+          }
+        } finally {
+          writing = false;
+        }
+        await Promise.all(readers);
+        assert.ok(reads > 0);
+      });
+    });
+
+    describe('reader', () => {
+      const content = Buffer.from('0123456789abcdef');
+
+      it('reads from offset 0, the middle and the end', async () => {
+        await driver.putContent('/r/file', content);
+        assert.deepEqual(await readAll(await driver.reader('/r/file')), content);
+        assert.deepEqual(await readAll(await driver.reader('/r/file', 0)), content);
+        assert.deepEqual(await readAll(await driver.reader('/r/file', 10)), content.subarray(10));
+        assert.equal((await readAll(await driver.reader('/r/file', content.length))).length, 0);
+      });
+
+      it('rejects offsets past the end or negative with InvalidOffsetError', async () => {
+        await driver.putContent('/r/file', content);
+        await assert.rejects(driver.reader('/r/file', content.length + 1), InvalidOffsetError);
+        await assert.rejects(driver.reader('/r/file', -1), InvalidOffsetError);
+      });
+
+      it('reports a missing file as PathNotFoundError', async () => {
+        await driver.putContent('/r/file', content);
+        await notFound(driver.reader('/r/missing'));
+        await notFound(driver.reader('/r'));
+      });
+    });
+
+    describe('writer', () => {
+      it('appends across writers: write, close, reopen with append, continue, commit', async () => {
+        const first = await driver.writer('/w/upload', false);
+        assert.equal(first.size, 0);
+        await first.write(Buffer.from('abc'));
+        assert.equal(first.size, 3);
+        await first.write(Buffer.from('defg'));
+        assert.equal(first.size, 7);
+        await first.close();
+        assert.equal((await driver.stat('/w/upload')).size, 7);
+
+        const second = await driver.writer('/w/upload', true);
+        assert.equal(second.size, 7);
+        await second.write(Buffer.from('hij'));
+        assert.equal(second.size, 10);
+        await second.close();
+
+        const third = await driver.writer('/w/upload', true);
+        assert.equal(third.size, 10);
+        await third.write(Buffer.from('k'));
+        await third.commit();
+        assert.equal((await driver.getContent('/w/upload')).toString(), 'abcdefghijk');
+        assert.equal((await driver.stat('/w/upload')).size, 11);
+      });
+
+      it('makes committed content readable', async () => {
+        const w = await driver.writer('/w/committed', false);
+        await w.write(Buffer.from('hello '));
+        await w.write(Buffer.from('world'));
+        await w.commit();
+        assert.equal((await readAll(await driver.reader('/w/committed'))).toString(), 'hello world');
+        assert.equal((await driver.getContent('/w/committed')).toString(), 'hello world');
+      });
+
+      it('truncates an existing file when append is false', async () => {
+        await driver.putContent('/w/existing', Buffer.from('old and long content'));
+        const w = await driver.writer('/w/existing', false);
+        assert.equal(w.size, 0);
+        await w.write(Buffer.from('new'));
+        await w.commit();
+        assert.equal((await driver.getContent('/w/existing')).toString(), 'new');
+      });
+
+      it('cancel removes the file, also one that was appended to', async () => {
+        const w = await driver.writer('/w/cancelled', false);
+        await w.write(Buffer.from('doomed'));
+        await w.cancel();
+        await notFound(driver.stat('/w/cancelled'));
+
+        await driver.putContent('/w/appended', Buffer.from('earlier'));
+        const a = await driver.writer('/w/appended', true);
+        await a.write(Buffer.from(' and later'));
+        await a.cancel();
+        await notFound(driver.stat('/w/appended'));
+      });
+
+      it('refuses writes after close, commit or cancel', async () => {
+        for (const end of ['close', 'commit', 'cancel'] as const) {
+          const w = await driver.writer(`/w/ended-${end}`, false);
+          await w.write(Buffer.from('x'));
+          await w[end]();
+          await assert.rejects(w.write(Buffer.from('y')), UnsupportedMethodError);
+        }
+      });
+
+      it('keeps concurrent writers to different paths apart', async () => {
+        const paths = Array.from({ length: 8 }, (_, i) => `/concurrent/${i}/data`);
+        const expected = new Map<string, Buffer[]>();
+        await Promise.all(
+          paths.map(async (path) => {
+            const w = await driver.writer(path, false);
+            const chunks: Buffer[] = [];
+            for (let i = 0; i < 16; i++) {
+              const chunk = randomBytes(64 * 1024);
+              chunks.push(chunk);
+              await w.write(chunk);
+            }
+            await w.commit();
+            expected.set(path, chunks);
+          }),
+        );
+        for (const path of paths) assert.ok((await driver.getContent(path)).equals(Buffer.concat(expected.get(path)!)));
+      });
+
+      it(`streams a ${mib(largeFileBytes)} MiB file in 1 MiB chunks with flat memory`, { timeout: 10 * 60_000 }, async (t) => {
+        // One buffer is refilled for every chunk: once write() resolves the driver must not need it.
+        const buffer = Buffer.alloc(MiB);
+        const written = createHash('sha256');
+        const w = await driver.writer('/large/data', false);
+        const reachableBefore = reachableBytes();
+        const rssBefore = process.memoryUsage.rss();
+        let [reachablePeak, rssPeak] = [reachableBefore, rssBefore];
+        let writeMs = 0;
+        for (let done = 0; done < largeFileBytes; ) {
+          const chunk = buffer.subarray(0, Math.min(MiB, largeFileBytes - done));
+          randomFillSync(chunk);
+          written.update(chunk);
+          const start = performance.now();
+          await w.write(chunk);
+          writeMs += performance.now() - start;
+          done += chunk.length;
+          assert.equal(w.size, done);
+          rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
+          if (done % (8 * MiB) === 0) reachablePeak = Math.max(reachablePeak, reachableBytes());
+        }
+        const commitStart = performance.now();
+        await w.commit();
+        writeMs += performance.now() - commitStart;
+        const rssGrowth = rssPeak - rssBefore;
+        const reachableGrowth = reachablePeak - reachableBefore;
+
+        const read = createHash('sha256');
+        const readStart = performance.now();
+        for await (const chunk of await driver.reader('/large/data')) read.update(chunk as Buffer);
+        const readMs = performance.now() - readStart;
+
+        t.diagnostic(
+          `${name}: wrote ${mib(largeFileBytes)} MiB in ${writeMs.toFixed(0)} ms (growth: RSS ${mib(rssGrowth)} MiB, ` +
+            `reachable ${mib(reachableGrowth)} MiB), read back in ${readMs.toFixed(0)} ms`,
+        );
+        assert.equal(read.digest('hex'), written.digest('hex'));
+        assert.equal((await driver.stat('/large/data')).size, largeFileBytes);
+        if (maxGrowth !== null) {
+          assert.ok(rssGrowth < maxGrowth, `RSS grew by ${mib(rssGrowth)} MiB, limit ${mib(maxGrowth)} MiB`);
+          assert.ok(reachableGrowth < maxGrowth, `reachable memory grew by ${mib(reachableGrowth)} MiB`);
+        }
+      });
+    });
+
+    describe('stat', () => {
+      it('describes files, directories and the root', async () => {
+        await driver.putContent('/s/dir/file', Buffer.from('12345'));
+        const file = await driver.stat('/s/dir/file');
+        assert.deepEqual({ ...file, modTime: undefined }, { path: '/s/dir/file', size: 5, isDir: false, modTime: undefined });
+        assert.ok(file.modTime instanceof Date && !Number.isNaN(file.modTime.getTime()));
+
+        for (const path of ['/s', '/s/dir', '/']) {
+          const dir = await driver.stat(path);
+          assert.equal(dir.path, path);
+          assert.equal(dir.isDir, true);
+          assert.equal(dir.size, 0);
+        }
+      });
+
+      it('reports missing paths as PathNotFoundError', async () => {
+        await driver.putContent('/s/file', Buffer.from('x'));
+        await notFound(driver.stat('/s/missing'));
+        await notFound(driver.stat('/nothing/here'));
+        await notFound(driver.stat('/s/file/below'));
+      });
+    });
+
+    describe('list', () => {
+      it('lists the direct children, sorted, as full paths', async () => {
+        await putAll({ '/l/b': '', '/l/a-b': '', '/l/a': '', '/l/c/d/e': '', '/l/B': '', '/m': '' });
+        assert.deepEqual(await driver.list('/l'), ['/l/B', '/l/a', '/l/a-b', '/l/b', '/l/c']);
+        assert.deepEqual(await driver.list('/l/c'), ['/l/c/d']);
+        assert.deepEqual(await driver.list('/'), ['/l', '/m']);
+      });
+
+      it('lists an empty root as empty', async () => {
+        assert.deepEqual(await driver.list('/'), []);
+      });
+
+      it('reports a missing directory as PathNotFoundError', async () => {
+        await driver.putContent('/l/file', Buffer.from('x'));
+        await notFound(driver.list('/missing'));
+        await notFound(driver.list('/l/missing'));
+      });
+    });
+
+    describe('move', () => {
+      it('moves a file, creating the destination directories', async () => {
+        await driver.putContent('/mv/src', Buffer.from('moved'));
+        await driver.move('/mv/src', '/mv/new/deep/dst');
+        assert.equal((await driver.getContent('/mv/new/deep/dst')).toString(), 'moved');
+        await notFound(driver.stat('/mv/src'));
+      });
+
+      it('replaces an existing destination', async () => {
+        await driver.putContent('/mv/src', Buffer.from('new'));
+        await driver.putContent('/mv/dst', Buffer.from('old content'));
+        await driver.move('/mv/src', '/mv/dst');
+        assert.equal((await driver.getContent('/mv/dst')).toString(), 'new');
+        await notFound(driver.stat('/mv/src'));
+      });
+
+      it('reports a missing source as PathNotFoundError and leaves the destination alone', async () => {
+        await driver.putContent('/mv/dst', Buffer.from('kept'));
+        await notFound(driver.move('/mv/missing', '/mv/dst'));
+        assert.equal((await driver.getContent('/mv/dst')).toString(), 'kept');
+        await notFound(driver.move('/mv/missing', '/elsewhere/dst'));
+        await notFound(driver.stat('/elsewhere/dst'));
+      });
+    });
+
+    describe('delete', () => {
+      it('deletes a file', async () => {
+        await putAll({ '/del/file': 'x', '/del/other': 'y' });
+        await driver.delete('/del/file');
+        await notFound(driver.stat('/del/file'));
+        assert.deepEqual(await driver.list('/del'), ['/del/other']);
+      });
+
+      it('deletes a tree', async () => {
+        await putAll({ '/del/tree/a': '1', '/del/tree/sub/b': '2', '/del/tree-sibling': '3' });
+        await driver.delete('/del/tree');
+        for (const path of ['/del/tree', '/del/tree/a', '/del/tree/sub/b']) await notFound(driver.stat(path));
+        assert.equal((await driver.getContent('/del/tree-sibling')).toString(), '3');
+      });
+
+      it('reports a missing path as PathNotFoundError', async () => {
+        await notFound(driver.delete('/del/missing'));
+      });
+    });
+
+    describe('walk', () => {
+      const files = { '/w/a/1': 'one', '/w/a/2': 'two!', '/w/a-b': 'ab', '/w/b/x/y': 'y', '/w/c': 'c', '/other/z': 'z' };
+      // By path component: '/w/a/2' before '/w/a-b' although '-' < '/' (as Distribution's catalog orders).
+      const all = ['/w/a', '/w/a/1', '/w/a/2', '/w/a-b', '/w/b', '/w/b/x', '/w/b/x/y', '/w/c'];
+
+      async function visit(from: string, control?: (info: FileInfo) => WalkControl, startAfter?: string) {
+        const seen: string[] = [];
+        await driver.walk(
+          from,
+          async (info) => {
+            seen.push(info.path);
+            return control?.(info);
+          },
+          startAfter === undefined ? undefined : { startAfter },
+        );
+        return seen;
+      }
+
+      beforeEach(() => putAll(files));
+
+      it('visits every entry depth-first in path order, directories before their contents', async () => {
+        assert.deepEqual(await visit('/w'), all);
+        assert.deepEqual(await visit('/'), ['/other', '/other/z', '/w', ...all]);
+        assert.deepEqual(await visit('/w/b'), ['/w/b/x', '/w/b/x/y']);
+      });
+
+      it('passes file sizes and marks directories', async () => {
+        const infos = new Map<string, FileInfo>();
+        await driver.walk('/w', (info) => {
+          infos.set(info.path, info);
+        });
+        assert.deepEqual(
+          [...infos.values()].map((i) => [i.path, i.isDir, i.size]),
+          all.map((p) => [p, !(p in files), p in files ? Buffer.byteLength(files[p as keyof typeof files]) : 0]),
+        );
+      });
+
+      it("does not descend into a directory for which fn returns 'skip'", async () => {
+        const skip = new Set(['/w/a', '/w/b/x']);
+        assert.deepEqual(await visit('/w', (i) => (skip.has(i.path) ? 'skip' : undefined)), [
+          '/w/a',
+          '/w/a-b',
+          '/w/b',
+          '/w/b/x',
+          '/w/c',
+        ]);
+      });
+
+      it("ends the whole walk when fn returns 'stop'", async () => {
+        assert.deepEqual(await visit('/w', (i) => (i.path === '/w/a/2' ? 'stop' : undefined)), all.slice(0, 3));
+        assert.deepEqual(await visit('/w', (i) => (i.path === '/w/b' ? 'stop' : undefined)), all.slice(0, 5));
+      });
+
+      it('visits only entries after startAfter, descending into directories that hold it', async () => {
+        const after = (hint: string) => visit('/w', undefined, hint);
+        assert.deepEqual(await after('/w/a/1'), ['/w/a/2', '/w/a-b', '/w/b', '/w/b/x', '/w/b/x/y', '/w/c']);
+        assert.deepEqual(await after('/w/a'), ['/w/a/1', '/w/a/2', '/w/a-b', '/w/b', '/w/b/x', '/w/b/x/y', '/w/c']);
+        assert.deepEqual(await after('/w/a/2'), ['/w/a-b', '/w/b', '/w/b/x', '/w/b/x/y', '/w/c']);
+        assert.deepEqual(await after('/w/a-b'), ['/w/b', '/w/b/x', '/w/b/x/y', '/w/c']);
+        assert.deepEqual(await after('/w/b/x/y'), ['/w/c']);
+        assert.deepEqual(await after('/w/b/q'), ['/w/b/x', '/w/b/x/y', '/w/c']); // a hint that does not exist
+        assert.deepEqual(await after('/w/bz'), ['/w/c']);
+        assert.deepEqual(await after('/w/0'), all);
+        assert.deepEqual(await after('/a'), all);
+        assert.deepEqual(await after('/w/c'), []);
+        assert.deepEqual(await after('/x'), []);
+      });
+
+      it('combines startAfter with skip and stop', async () => {
+        const control = (i: FileInfo): WalkControl => (i.path === '/w/b' ? 'skip' : i.path === '/w/c' ? 'stop' : undefined);
+        assert.deepEqual(await visit('/w', control, '/w/a/2'), ['/w/a-b', '/w/b', '/w/c']);
+      });
+
+      it('reports a missing start directory as PathNotFoundError', async () => {
+        await notFound(driver.walk('/missing', () => {}));
+      });
+    });
+
+    describe('path validation', () => {
+      // '/..' matches PATH_PATTERN, so it is not among these
+      const invalid = ['', 'a', 'a/b', '/a//b', '/a/', '//', '/a b', '/a/b c', '/ä', '/a\\b', '/a:b'];
+      const data = Buffer.from('x');
+      const req = { method: 'GET' } as const;
+      const fileMethods: Record<string, (p: string) => Promise<unknown>> = {
+        getContent: (p) => driver.getContent(p),
+        putContent: (p) => driver.putContent(p, data),
+        reader: (p) => driver.reader(p),
+        writer: (p) => driver.writer(p, false),
+        appendWriter: (p) => driver.writer(p, true),
+        'move (src)': (p) => driver.move(p, '/valid/dst'),
+        'move (dst)': (p) => driver.move('/valid/src', p),
+        delete: (p) => driver.delete(p),
+        redirectURL: (p) => driver.redirectURL(req, p),
+      };
+      const dirMethods: Record<string, (p: string) => Promise<unknown>> = {
+        stat: (p) => driver.stat(p),
+        list: (p) => driver.list(p),
+        walk: (p) => driver.walk(p, () => {}),
+      };
+
+      it('rejects invalid paths with InvalidPathError in every method', async () => {
+        await driver.putContent('/valid/src', data);
+        for (const [method, call] of Object.entries({ ...fileMethods, ...dirMethods })) {
+          for (const path of invalid) {
+            await assert.rejects(call(path), InvalidPathError, `${method}(${JSON.stringify(path)})`);
+          }
+        }
+        assert.equal((await driver.getContent('/valid/src')).toString(), 'x');
+      });
+
+      it("rejects the root '/' where a file is meant", async () => {
+        for (const [method, call] of Object.entries(fileMethods)) {
+          await assert.rejects(call('/'), InvalidPathError, `${method}('/')`);
+        }
+      });
+    });
+  });
+}

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { InvalidPathError } from '../../src/storage/driver.js';
+import { FilesystemDriver } from '../../src/storage/filesystem.js';
+import { runDriverSuite } from './driver-suite.js';
+
+async function tempRoot(): Promise<string> {
+  return mkdtemp(join(tmpdir(), 'berth-fs-'));
+}
+
+runDriverSuite('filesystem', async () => {
+  const root = await tempRoot();
+  return { driver: new FilesystemDriver({ rootdirectory: root }), cleanup: () => rm(root, { recursive: true, force: true }) };
+});
+
+describe('filesystem driver on disk', () => {
+  let root: string;
+  let driver: FilesystemDriver;
+
+  beforeEach(async () => {
+    root = await tempRoot();
+    driver = new FilesystemDriver({ rootdirectory: root });
+  });
+  afterEach(() => rm(root, { recursive: true, force: true }));
+
+  it('stores driver path /a/b at <root>/a/b, as Distribution does', async () => {
+    await driver.putContent('/docker/registry/v2/repositories/lib/x/link', Buffer.from('sha256:00'));
+    const w = await driver.writer('/docker/registry/v2/blobs/data', false);
+    await w.write(Buffer.from('blob'));
+    await w.commit();
+    assert.equal(await readFile(join(root, 'docker/registry/v2/repositories/lib/x/link'), 'utf8'), 'sha256:00');
+    assert.equal(await readFile(join(root, 'docker/registry/v2/blobs/data'), 'utf8'), 'blob');
+  });
+
+  it('reads files written by others below the root', async () => {
+    await mkdir(join(root, 'x/y'), { recursive: true });
+    await writeFile(join(root, 'x/y/z'), 'from outside');
+    assert.equal((await driver.getContent('/x/y/z')).toString(), 'from outside');
+    assert.deepEqual(await driver.list('/x'), ['/x/y']);
+  });
+
+  it('resumes an appending writer after a restart (new driver instance on the same root)', async () => {
+    const w = await driver.writer('/uploads/u1/data', false);
+    await w.write(Buffer.from('first half, '));
+    await w.close();
+
+    const restarted = new FilesystemDriver({ rootdirectory: root });
+    const resumed = await restarted.writer('/uploads/u1/data', true);
+    assert.equal(resumed.size, 12);
+    await resumed.write(Buffer.from('second half'));
+    assert.equal(resumed.size, 23);
+    await resumed.commit();
+    assert.equal((await restarted.getContent('/uploads/u1/data')).toString(), 'first half, second half');
+  });
+
+  it('leaves no temp files behind after putContent', async () => {
+    await Promise.all(Array.from({ length: 20 }, (_, i) => driver.putContent('/small/file', Buffer.from(`v${i}`))));
+    assert.deepEqual(await readdir(join(root, 'small')), ['file']);
+  });
+
+  it('hides temp files of an interrupted putContent from list and walk', async () => {
+    await driver.putContent('/d/file', Buffer.from('x'));
+    await writeFile(join(root, 'd/.file.0123456789abcdef.tmp'), 'half');
+    assert.deepEqual(await driver.list('/d'), ['/d/file']);
+    const seen: string[] = [];
+    await driver.walk('/d', (info) => {
+      seen.push(info.path);
+    });
+    assert.deepEqual(seen, ['/d/file']);
+  });
+
+  it('does not touch directories that lie before the startAfter hint', async () => {
+    // a symlink loop fails every stat or readdir, so the walk must never look at it
+    await driver.putContent('/repos/b/file', Buffer.from('x'));
+    await mkdir(join(root, 'repos/a'));
+    await symlink('loop', join(root, 'repos/a/loop'));
+    await symlink('loop', join(root, 'repos/a-loop'));
+    await assert.rejects(driver.walk('/repos', () => {}), /ELOOP/);
+
+    const seen: string[] = [];
+    await driver.walk('/repos', (info) => void seen.push(info.path), { startAfter: '/repos/a-loop' });
+    assert.deepEqual(seen, ['/repos/b', '/repos/b/file']);
+  });
+
+  it("rejects '.' and '..' segments, which would escape the root", async () => {
+    for (const path of ['/..', '/../x', '/a/./b', '/a/..']) {
+      await assert.rejects(driver.getContent(path), InvalidPathError);
+      await assert.rejects(driver.putContent(path, Buffer.from('x')), InvalidPathError);
+    }
+    await assert.rejects(driver.list('/..'), InvalidPathError);
+  });
+});
