@@ -200,7 +200,7 @@ export class FilesystemDriver implements StorageDriver {
 
   async walk(path: string, fn: WalkFn, options: WalkOptions = {}): Promise<void> {
     validDirPath(path);
-    const names = await this.childNames(path); // a missing start path is an error...
+    const names = await this.childNames(path); // a missing start directory is an error
     await this.walkChildren(path, names, fn, options.startAfter);
   }
 
@@ -210,7 +210,7 @@ export class FilesystemDriver implements StorageDriver {
     try {
       names = await this.childNames(dir);
     } catch (err) {
-      if (err instanceof PathNotFoundError) return true; // ...but one deleted during the walk is not
+      if (err instanceof PathNotFoundError) return true; // deleted during the walk (by fn, say)
       throw err;
     }
     return this.walkChildren(dir, names, fn, startAfter);

@@ -125,7 +125,8 @@ export function runDriverSuite(
         };
         const reader = async (useStream: boolean) => {
           while (writing) {
-            check(useStream ? await readAll(await driver.reader('/atomic/file')) : await driver.getContent('/atomic/file'));
+            const path = '/atomic/file';
+            check(useStream ? await readAll(await driver.reader(path)) : await driver.getContent(path));
           }
         };
         const readers = [reader(false), reader(false), reader(true), reader(true)];
@@ -249,7 +250,8 @@ export function runDriverSuite(
         for (const path of paths) assert.ok((await driver.getContent(path)).equals(Buffer.concat(expected.get(path)!)));
       });
 
-      it(`streams a ${mib(largeFileBytes)} MiB file in 1 MiB chunks with flat memory`, { timeout: 10 * 60_000 }, async (t) => {
+      const large = `streams a ${mib(largeFileBytes)} MiB file in 1 MiB chunks with flat memory`;
+      it(large, { timeout: 10 * 60_000 }, async (t) => {
         // One buffer is refilled for every chunk: once write() resolves the driver must not need it.
         const buffer = Buffer.alloc(MiB);
         const written = createHash('sha256');
@@ -298,7 +300,7 @@ export function runDriverSuite(
       it('describes files, directories and the root', async () => {
         await driver.putContent('/s/dir/file', Buffer.from('12345'));
         const file = await driver.stat('/s/dir/file');
-        assert.deepEqual({ ...file, modTime: undefined }, { path: '/s/dir/file', size: 5, isDir: false, modTime: undefined });
+        assert.deepEqual([file.path, file.size, file.isDir], ['/s/dir/file', 5, false]);
         assert.ok(file.modTime instanceof Date && !Number.isNaN(file.modTime.getTime()));
 
         for (const path of ['/s', '/s/dir', '/']) {
@@ -382,7 +384,7 @@ export function runDriverSuite(
     });
 
     describe('walk', () => {
-      const files = { '/w/a/1': 'one', '/w/a/2': 'two!', '/w/a-b': 'ab', '/w/b/x/y': 'y', '/w/c': 'c', '/other/z': 'z' };
+      const files = { '/w/a/1': '1', '/w/a/2': 'two', '/w/a-b': 'ab', '/w/b/x/y': 'y', '/w/c': 'c', '/other/z': 'z' };
       // By path component: '/w/a/2' before '/w/a-b' although '-' < '/' (as Distribution's catalog orders).
       const all = ['/w/a', '/w/a/1', '/w/a/2', '/w/a-b', '/w/b', '/w/b/x', '/w/b/x/y', '/w/c'];
 
@@ -450,7 +452,8 @@ export function runDriverSuite(
       });
 
       it('combines startAfter with skip and stop', async () => {
-        const control = (i: FileInfo): WalkControl => (i.path === '/w/b' ? 'skip' : i.path === '/w/c' ? 'stop' : undefined);
+        const control = (i: FileInfo): WalkControl =>
+          i.path === '/w/b' ? 'skip' : i.path === '/w/c' ? 'stop' : undefined;
         assert.deepEqual(await visit('/w', control, '/w/a/2'), ['/w/a-b', '/w/b', '/w/c']);
       });
 

@@ -13,7 +13,8 @@ async function tempRoot(): Promise<string> {
 
 runDriverSuite('filesystem', async () => {
   const root = await tempRoot();
-  return { driver: new FilesystemDriver({ rootdirectory: root }), cleanup: () => rm(root, { recursive: true, force: true }) };
+  const cleanup = () => rm(root, { recursive: true, force: true });
+  return { driver: new FilesystemDriver({ rootdirectory: root }), cleanup };
 });
 
 describe('filesystem driver on disk', () => {
