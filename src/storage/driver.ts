@@ -78,6 +78,19 @@ export interface StorageDriver {
   close?(): Promise<void>;
 }
 
+/**
+ * The order of walk and startAfter: path by path component, so '/a/b' sorts before '/a-b'
+ * (plain string order would put '-' and '.' before '/'). Distribution's catalog orders the same way.
+ */
+export function pathSortKey(path: string): string {
+  return path.replaceAll('/', '\0');
+}
+
+/** the path of `name` inside directory `dir` */
+export function childPath(dir: string, name: string): string {
+  return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}
+
 export class StorageError extends Error {
   constructor(message: string, readonly driver: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -106,8 +119,9 @@ export class InvalidOffsetError extends StorageError {
 /** The driver cannot do what was asked (e.g. a writer already committed). */
 export class UnsupportedMethodError extends StorageError {}
 
+/** a valid path; '.' and '..' segments match PATH_PATTERN's characters but are refused too */
 export function checkPath(path: string, driver: string): void {
-  if (!PATH_PATTERN.test(path)) throw new InvalidPathError(path, driver);
+  if (!PATH_PATTERN.test(path) || path.split('/').some((s) => s === '.' || s === '..')) throw new InvalidPathError(path, driver);
 }
 
 /** Like checkPath, but also accepts the root '/' (for list, walk and stat of directories). */

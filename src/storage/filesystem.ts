@@ -9,9 +9,10 @@ import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import {
   checkDirPath,
+  childPath,
+  pathSortKey,
   checkPath,
   InvalidOffsetError,
-  InvalidPathError,
   PathNotFoundError,
   StorageError,
   UnsupportedMethodError,
@@ -31,20 +32,6 @@ const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
 /** error codes that mean "nothing at this path" (ENOTDIR: a parent is a file) */
 const MISSING = ['ENOENT', 'ENOTDIR'];
 
-/** '/..' matches PATH_PATTERN but would escape the root directory. */
-function checkNoDotSegments(path: string): void {
-  if (path.split('/').some((s) => s === '.' || s === '..')) throw new InvalidPathError(path, NAME);
-}
-
-function validPath(path: string): void {
-  checkPath(path, NAME);
-  checkNoDotSegments(path);
-}
-
-function validDirPath(path: string): void {
-  checkDirPath(path, NAME);
-  checkNoDotSegments(path);
-}
 
 function toStorageError(err: unknown, path: string, missing = MISSING): StorageError {
   if (missing.includes((err as NodeJS.ErrnoException)?.code ?? '')) return new PathNotFoundError(path, NAME);
@@ -52,14 +39,6 @@ function toStorageError(err: unknown, path: string, missing = MISSING): StorageE
   return new StorageError(`${NAME}: ${path}: ${message}`, NAME, { cause: err });
 }
 
-/** Order of walk and startAfter: path by path component, so '/a/b' sorts before '/a-b'. */
-function pathKey(path: string): string {
-  return path.replaceAll('/', '\0');
-}
-
-function childPath(dir: string, name: string): string {
-  return dir === '/' ? `/${name}` : `${dir}/${name}`;
-}
 
 export class FilesystemDriver implements StorageDriver {
   readonly name = NAME;
@@ -76,7 +55,7 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async getContent(path: string): Promise<Buffer> {
-    validPath(path);
+    checkPath(path, NAME);
     try {
       return await readFile(this.local(path));
     } catch (err) {
@@ -85,7 +64,7 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async putContent(path: string, data: Buffer): Promise<void> {
-    validPath(path);
+    checkPath(path, NAME);
     const file = this.local(path);
     const temp = join(dirname(file), `.${basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
     try {
@@ -105,7 +84,7 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async reader(path: string, offset = 0): Promise<Readable> {
-    validPath(path);
+    checkPath(path, NAME);
     let fh: FileHandle;
     try {
       fh = await open(this.local(path), 'r');
@@ -127,7 +106,7 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async writer(path: string, append: boolean): Promise<FileWriter> {
-    validPath(path);
+    checkPath(path, NAME);
     const file = this.local(path);
     try {
       await mkdir(dirname(file), { recursive: true });
@@ -145,7 +124,7 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async stat(path: string): Promise<FileInfo> {
-    validDirPath(path);
+    checkDirPath(path, NAME);
     try {
       const st = await stat(this.local(path));
       const isDir = st.isDirectory();
@@ -156,7 +135,7 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async list(path: string): Promise<string[]> {
-    validDirPath(path);
+    checkDirPath(path, NAME);
     return (await this.childNames(path)).map((name) => childPath(path, name));
   }
 
@@ -171,8 +150,8 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async move(src: string, dst: string): Promise<void> {
-    validPath(src);
-    validPath(dst);
+    checkPath(src, NAME);
+    checkPath(dst, NAME);
     // stat first so a missing src does not leave dst's parent directories behind
     await this.stat(src);
     const target = this.local(dst);
@@ -185,7 +164,7 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async delete(path: string): Promise<void> {
-    validPath(path);
+    checkPath(path, NAME);
     try {
       await rm(this.local(path), { recursive: true }); // without force: ENOENT when missing
     } catch (err) {
@@ -194,12 +173,12 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async redirectURL(_req: RedirectRequest, path: string): Promise<string | undefined> {
-    validPath(path);
+    checkPath(path, NAME);
     return undefined;
   }
 
   async walk(path: string, fn: WalkFn, options: WalkOptions = {}): Promise<void> {
-    validDirPath(path);
+    checkDirPath(path, NAME);
     const names = await this.childNames(path); // a missing start directory is an error
     await this.walkChildren(path, names, fn, options.startAfter);
   }
@@ -219,7 +198,7 @@ export class FilesystemDriver implements StorageDriver {
   private async walkChildren(dir: string, names: string[], fn: WalkFn, startAfter?: string): Promise<boolean> {
     for (const name of names) {
       const child = childPath(dir, name);
-      if (startAfter !== undefined && pathKey(child) <= pathKey(startAfter)) {
+      if (startAfter !== undefined && pathSortKey(child) <= pathSortKey(startAfter)) {
         // not visited; its subtree lies before the hint unless the hint is the child or inside it
         if (child === startAfter || startAfter.startsWith(`${child}/`)) {
           if (!(await this.walkDir(child, fn, startAfter))) return false;

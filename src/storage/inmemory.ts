@@ -5,6 +5,8 @@
 import { Readable } from 'node:stream';
 import {
   checkDirPath,
+  childPath,
+  pathSortKey,
   checkPath,
   InvalidOffsetError,
   PathNotFoundError,
@@ -38,14 +40,6 @@ class MemDir {
   readonly modTime = new Date();
 }
 
-/** Order of walk and startAfter: path by path component, so '/a/b' sorts before '/a-b'. */
-function pathKey(path: string): string {
-  return path.replaceAll('/', '\0');
-}
-
-function childPath(dir: string, name: string): string {
-  return dir === '/' ? `/${name}` : `${dir}/${name}`;
-}
 
 /** path '/a/b/c' -> ['a', 'b', 'c']; '/' -> [] */
 function segments(path: string): string[] {
@@ -189,7 +183,7 @@ export class InMemoryDriver implements StorageDriver {
       const child = childPath(path, name);
       const node = dir.children.get(name);
       if (node === undefined) continue; // deleted by fn during the walk
-      if (startAfter !== undefined && pathKey(child) <= pathKey(startAfter)) {
+      if (startAfter !== undefined && pathSortKey(child) <= pathSortKey(startAfter)) {
         // not visited; its subtree lies before the hint unless the hint is the child or inside it
         const holdsHint = child === startAfter || startAfter.startsWith(`${child}/`);
         if (holdsHint && node instanceof MemDir && !(await this.walkDir(child, node, fn, startAfter))) return false;

@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { errorCodes, rawRequest } from '../helpers/blobs.js';
+
+describe('GET /v2/ and the edge', () => {
+  let registry: TestRegistry;
+  before(async () => {
+    registry = await startBerth({ http: { headers: { 'X-Content-Type-Options': ['nosniff'] } } });
+  });
+  after(() => registry.stop());
+
+  it('answers 200 with the API version header and its Docker twin', async () => {
+    const res = await fetch(`${registry.url}/v2/`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('registry-distribution-api-version'), 'registry/2.0');
+    assert.equal(res.headers.get('docker-distribution-api-version'), 'registry/2.0');
+    assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+    assert.deepEqual(await res.json(), {});
+  });
+
+  it('answers HEAD /v2/ and /v2 without the slash', async () => {
+    assert.equal((await fetch(`${registry.url}/v2/`, { method: 'HEAD' })).status, 200);
+    assert.equal((await fetch(`${registry.url}/v2`)).status, 200);
+  });
+
+  it('echoes a given X-Request-Id and makes one up otherwise', async () => {
+    const given = await fetch(`${registry.url}/v2/`, { headers: { 'x-request-id': 'abc-123' } });
+    assert.equal(given.headers.get('x-request-id'), 'abc-123');
+    const made = await fetch(`${registry.url}/v2/`);
+    assert.match(made.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+
+  it('sends the configured http.headers on every response', async () => {
+    const res = await fetch(`${registry.url}/v2/nope/blobs/sha256:${'a'.repeat(64)}`);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+  });
+
+  it('answers unknown routes with 404 and a JSON error body', async () => {
+    for (const path of ['/', '/v1/', '/v2/foo/bar', '/v2/foo/blobs', '/v2/foo/manifests/']) {
+      const res = await fetch(`${registry.url}${path}`);
+      assert.equal(res.status, 404, path);
+      assert.deepEqual(await errorCodes(res), ['NOT_FOUND'], path);
+    }
+  });
+
+  it('answers a method a route does not support with 405 UNSUPPORTED and Allow', async () => {
+    const res = await fetch(`${registry.url}/v2/foo/blobs/sha256:${'a'.repeat(64)}`, { method: 'POST' });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'GET, HEAD, DELETE');
+    assert.deepEqual(await errorCodes(res), ['UNSUPPORTED']);
+    const put = await fetch(`${registry.url}/v2/`, { method: 'PUT' });
+    assert.equal(put.status, 405);
+  });
+
+  it('refuses invalid repository names with 400 NAME_INVALID, not a router 404', async () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    // sent raw: fetch would resolve the dot segments before they reach the server
+    const bad = ['Foo', 'foo/Bar', 'foo//bar', 'foo-', '-foo', 'foo..bar', 'e__f', 'a'.repeat(256), 'foo%2Fbar', '..', 'foo/./bar', 'foo/../bar'];
+    for (const name of bad) {
+      const res = await rawRequest(registry.url, 'GET', `/v2/${name}/blobs/${digest}`);
+      assert.equal(res.status, 400, name);
+      const body = JSON.parse(res.body) as { errors: { code: string; message: string }[] };
+      assert.equal(body.errors[0].code, 'NAME_INVALID', name);
+      assert.ok(body.errors[0].message.includes('repository name'));
+    }
+  });
+
+  it('accepts names at the limits of 2.1', async () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    for (const name of ['a', 'a/b', 'a.b_c-d/e_f', `${'a'.repeat(127)}/${'b'.repeat(127)}`]) {
+      const res = await fetch(`${registry.url}/v2/${name}/blobs/${digest}`);
+      assert.equal(res.status, 404, name);
+      assert.deepEqual(await errorCodes(res), ['BLOB_UNKNOWN'], name);
+    }
+  });
+});
