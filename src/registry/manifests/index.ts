@@ -19,7 +19,7 @@ export { LayerMediaTypes, MediaTypes, manifestFormat, mediaTypeEssence, mediaTyp
 function parseBody(body: Buffer): JSONObject {
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(body);
   } catch {
     throw manifestInvalid('json', undefined, 'the body is not UTF-8');
   }
