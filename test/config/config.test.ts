@@ -1,0 +1,205 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { ConfigError, loadConfig, maskSecrets, validateConfig } from '../../src/config/load.js';
+import { parseDuration } from '../../src/config/duration.js';
+
+const run = promisify(execFile);
+
+async function configFile(text: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'berth-config-'));
+  const file = join(dir, 'config.yml');
+  await writeFile(file, text);
+  return file;
+}
+
+function problems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err.problems;
+  }
+  assert.fail('expected a ConfigError');
+}
+
+describe('configuration', () => {
+  it('has a built-in default: filesystem under ./data, :5000 on every interface, deletes enabled', async () => {
+    const { config } = await loadConfig(undefined, {});
+    assert.equal(config.storage.filesystem?.rootdirectory, './data');
+    assert.equal(config.http.addr, '0.0.0.0:5000');
+    assert.equal(config.storage.delete.enabled, true);
+    assert.equal(config.storage.maintenance.uploadpurging.age, 168 * 3600 * 1000);
+  });
+
+  it('reads a Distribution-style YAML file with its defaults', async () => {
+    const file = await configFile(`
+version: 0.1
+log:
+  level: debug
+  formatter: text
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: /var/lib/registry
+  maintenance:
+    uploadpurging:
+      enabled: true
+      age: 1h30m
+      interval: 500ms
+      dryrun: true
+    readonly:
+      enabled: true
+  redirect:
+    disable: true
+http:
+  addr: 127.0.0.1:5001
+  host: https://registry.example.com
+  prefix: /reg/
+  secret: s3cr3t
+  relativeurls: true
+  headers:
+    X-Content-Type-Options: [nosniff]
+  debug:
+    addr: 127.0.0.1:5002
+`);
+    const { config } = await loadConfig(file, {});
+    assert.equal(config.log.level, 'debug');
+    assert.equal(config.log.formatter, 'text');
+    assert.equal(config.log.accesslog.disabled, true);
+    assert.equal(config.storage.delete.enabled, false, 'deletes are off unless enabled, as in Distribution');
+    assert.equal(config.storage.maintenance.uploadpurging.age, 90 * 60 * 1000);
+    assert.equal(config.storage.maintenance.uploadpurging.interval, 500);
+    assert.equal(config.storage.maintenance.uploadpurging.dryrun, true);
+    assert.equal(config.storage.maintenance.readonly.enabled, true);
+    assert.equal(config.storage.redirect.disable, true);
+    assert.equal(config.http.prefix, '/reg/');
+    assert.deepEqual(config.http.headers, { 'X-Content-Type-Options': ['nosniff'] });
+    assert.equal(config.http.debug?.addr, '127.0.0.1:5002');
+  });
+
+  it('applies REGISTRY_* environment overrides, typed by the schema', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: /a\n');
+    const { config } = await loadConfig(file, {
+      REGISTRY_HTTP_ADDR: '127.0.0.1:6001',
+      REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY: '/b',
+      REGISTRY_STORAGE_DELETE_ENABLED: 'true',
+      REGISTRY_STORAGE_MAINTENANCE_UPLOADPURGING_AGE: '2h',
+      REGISTRY_HTTP_HEADERS: '{"X-A": ["1"]}',
+      REGISTRY_HTTP_SECRET: '12345',
+    });
+    assert.equal(config.http.addr, '127.0.0.1:6001');
+    assert.equal(config.storage.filesystem?.rootdirectory, '/b');
+    assert.equal(config.storage.delete.enabled, true);
+    assert.equal(config.storage.maintenance.uploadpurging.age, 2 * 3600 * 1000);
+    assert.deepEqual(config.http.headers, { 'X-A': ['1'] });
+    assert.equal(config.http.secret, '12345');
+  });
+
+  it('REGISTRY_STORAGE chooses the driver; REGISTRY_CONFIGURATION_PATH names the file', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: /a\n');
+    const { config, source } = await loadConfig(undefined, { REGISTRY_CONFIGURATION_PATH: file, REGISTRY_STORAGE: 'inmemory' });
+    assert.equal(source, file);
+    assert.deepEqual(config.storage.inmemory, {});
+    assert.equal(config.storage.filesystem, undefined);
+  });
+
+  it('names the full key path and what is allowed for every error', () => {
+    const found = problems(() =>
+      validateConfig(
+        {
+          version: '0.1',
+          log: { level: 'loud' },
+          storage: { filesystem: { rootdirectory: '/x' }, delete: { enabled: 'maybe' }, maintenance: { uploadpurging: { age: '7 days' } } },
+          http: { addr: 'localhost', prefix: 'noslash', host: 'not a url' },
+          bogus: 1,
+        },
+        'test',
+      ),
+    );
+    const text = found.join('\n');
+    assert.match(text, /^log\.level: .*"error"\|"warn"\|"info"\|"debug"/m);
+    assert.match(text, /^storage\.delete\.enabled: /m);
+    assert.match(text, /^storage\.maintenance\.uploadpurging\.age: expected a duration such as "500ms"/m);
+    assert.match(text, /^http\.addr: expected host:port/m);
+    assert.match(text, /^http\.prefix: expected a path that starts and ends with "\/"/m);
+    assert.match(text, /^http\.host: expected an absolute URL/m);
+    assert.match(text, /^bogus: unknown key/m);
+  });
+
+  it('requires exactly one storage driver', () => {
+    assert.match(problems(() => validateConfig({ version: '0.1', storage: {} }, 't')).join(), /exactly one storage driver is required/);
+    assert.match(
+      problems(() => validateConfig({ version: '0.1', storage: { inmemory: {}, filesystem: { rootdirectory: '/x' } } }, 't')).join(),
+      /exactly one storage driver is allowed, found filesystem and inmemory/,
+    );
+    assert.match(problems(() => validateConfig({ version: '0.1', storage: { s4: {} } }, 't')).join(), /storage\.s4: unknown key/);
+  });
+
+  it('requires version 0.1', () => {
+    assert.match(problems(() => validateConfig({ storage: { inmemory: {} } }, 't')).join(), /^version: /);
+    assert.match(problems(() => validateConfig({ version: '2', storage: { inmemory: {} } }, 't')).join(), /^version: /);
+  });
+
+  it('reports unreadable files and bad YAML', async () => {
+    await assert.rejects(loadConfig('/nonexistent/config.yml', {}), (err: ConfigError) => /cannot read \/nonexistent\/config\.yml/.test(err.message));
+    const file = await configFile('version: 0.1\nstorage: [unclosed\n');
+    await assert.rejects(loadConfig(file, {}), (err: ConfigError) => /not valid YAML/.test(err.message));
+  });
+
+  it('parses Go durations', () => {
+    assert.equal(parseDuration('500ms'), 500);
+    assert.equal(parseDuration('1s'), 1000);
+    assert.equal(parseDuration('1h30m'), 5_400_000);
+    assert.equal(parseDuration('168h'), 604_800_000);
+    assert.equal(parseDuration('1.5s'), 1500);
+    assert.equal(parseDuration('0'), 0);
+    assert.equal(parseDuration('10'), undefined);
+    assert.equal(parseDuration('1d'), undefined);
+  });
+
+  it('masks secrets', () => {
+    assert.deepEqual(maskSecrets({ http: { secret: 'x', addr: ':5000' }, s3: { accesskey: 'a', secretkey: 'b', region: 'r' } }), {
+      http: { secret: '********', addr: ':5000' },
+      s3: { accesskey: '********', secretkey: '********', region: 'r' },
+    });
+  });
+});
+
+describe('berth config check', () => {
+  const cli = ['--import', 'tsx', 'src/cli.ts'];
+
+  it('prints the effective configuration with secrets masked and exits 0', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  inmemory:\nhttp:\n  secret: topsecret\n');
+    const { stdout } = await run(process.execPath, [...cli, 'config', 'check', file]);
+    const printed = JSON.parse(stdout);
+    assert.equal(printed.http.secret, '********');
+    assert.equal(printed.http.addr, ':5000');
+    assert.deepEqual(printed.storage.inmemory, {});
+    assert.ok(!stdout.includes('topsecret'));
+  });
+
+  it('prints every error and exits non-zero', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  inmemory:\nhttp:\n  addr: nowhere\nlog:\n  level: loud\n');
+    await assert.rejects(run(process.execPath, [...cli, 'config', 'check', file]), (err: { code: number; stderr: string }) => {
+      assert.equal(err.code, 1);
+      assert.match(err.stderr, /http\.addr: expected host:port/);
+      assert.match(err.stderr, /log\.level: /);
+      return true;
+    });
+  });
+
+  it('serve refuses to start on a bad configuration, naming the key', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  inmemory:\n  delete:\n    enabled: sometimes\n');
+    await assert.rejects(run(process.execPath, [...cli, 'serve', file], { timeout: 20_000 }), (err: { code: number; stderr: string }) => {
+      assert.equal(err.code, 1);
+      assert.match(err.stderr, /storage\.delete\.enabled/);
+      return true;
+    });
+  });
+});
