@@ -12,6 +12,8 @@ import { UploadStateSigner } from './http/upload-state.js';
 import { URLBuilder } from './http/urls.js';
 import { createLogger } from './log.js';
 import { BlobStore } from './registry/blobs.js';
+import { ManifestStore } from './registry/manifest-store.js';
+import type { LayerURLPolicy } from './registry/manifests/index.js';
 import { purgeUploads } from './registry/purge.js';
 import { UploadSessions } from './registry/uploads.js';
 import type { StorageDriver } from './storage/driver.js';
@@ -39,12 +41,14 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
   const driver = options.driver ?? createDriver(config.storage);
   const blobs = new BlobStore(driver);
   const uploads = new UploadSessions(driver, blobs);
+  const manifests = new ManifestStore(driver, blobs, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
   const secret = config.http.secret ?? randomSecret(logger);
   const server = buildServer(
     {
       config,
       blobs,
       uploads,
+      manifests,
       uploadState: new UploadStateSigner(secret),
       urls: new URLBuilder({ host: config.http.host, prefix: config.http.prefix ?? '/', relative: config.http.relativeurls }),
     },
@@ -72,6 +76,12 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
       await driver.close?.();
     },
   };
+}
+
+/** validation.manifests.urls as regular expressions (checked at start-up by the schema) */
+function urlPolicy(config: Config): LayerURLPolicy {
+  const { allow, deny } = config.validation.manifests.urls;
+  return { allow: allow.map((p) => new RegExp(p)), deny: deny.map((p) => new RegExp(p)) };
 }
 
 /** ':5000' listens on every interface, as Go's listeners do */

@@ -21,6 +21,19 @@ const duration = z.string().transform((text, ctx) => {
   return ms;
 });
 
+/** a regular expression (JavaScript syntax; Go's RE2 patterns of Distribution's examples are valid here too) */
+const pattern = z.string().refine(
+  (source) => {
+    try {
+      new RegExp(source);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: 'expected a valid regular expression' },
+);
+
 const listenAddress = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, 'expected host:port, e.g. "0.0.0.0:5000" or ":5000"');
 
 const filesystemDriver = z.strictObject({
@@ -98,7 +111,7 @@ const validation = z
     manifests: z
       .strictObject({
         urls: z
-          .strictObject({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
+          .strictObject({ allow: z.array(pattern).default([]), deny: z.array(pattern).default([]) })
           .prefault({}),
       })
       .prefault({}),

@@ -23,3 +23,20 @@ export function queryValues(req: FastifyRequest, key: string): string[] {
 export function queryValue(req: FastifyRequest, key: string): string | undefined {
   return queryValues(req, key)[0];
 }
+
+/**
+ * The whole body of a small request (a manifest), read up to `limit` bytes; past it `tooLarge()`
+ * is thrown without reading further.
+ */
+export async function readSmallBody(req: FastifyRequest, limit: number, tooLarge: () => Error): Promise<Buffer> {
+  const declared = contentLength(req);
+  if (declared !== undefined && declared > limit) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of bodyStream(req) ?? []) {
+    total += chunk.length;
+    if (total > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}

@@ -2,6 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
 import type { BlobStore } from '../registry/blobs.js';
+import type { ManifestStore } from '../registry/manifest-store.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import type { Route } from './routes.js';
 import type { UploadStateSigner } from './upload-state.js';
@@ -11,6 +12,7 @@ export interface Services {
   config: Config;
   blobs: BlobStore;
   uploads: UploadSessions;
+  manifests: ManifestStore;
   uploadState: UploadStateSigner;
   urls: URLBuilder;
 }

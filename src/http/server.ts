@@ -10,6 +10,8 @@ import type { Handler, Services } from './context.js';
 import { sendError } from './errors.js';
 import { getBase } from './handlers/base.js';
 import { deleteBlob, getBlob } from './handlers/blobs.js';
+import { deleteManifest, getManifest, putManifest } from './handlers/manifests.js';
+import { getReferrers } from './handlers/referrers.js';
 import { deleteUpload, getUpload, patchUpload, postUpload, putUpload } from './handlers/uploads.js';
 import { matchRoute, METHODS, type Route } from './routes.js';
 import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js';
@@ -25,10 +27,10 @@ const HANDLERS: HandlerTable = {
   blob: { GET: getBlob, HEAD: getBlob, DELETE: deleteBlob },
   uploads: { POST: postUpload },
   upload: { GET: getUpload, PATCH: patchUpload, PUT: putUpload, DELETE: deleteUpload },
-  manifest: { GET: notYet('manifests'), HEAD: notYet('manifests'), PUT: notYet('manifests'), DELETE: notYet('manifests') },
+  manifest: { GET: getManifest, HEAD: getManifest, PUT: putManifest, DELETE: deleteManifest },
   tags: { GET: notYet('tag listing') },
   catalog: { GET: notYet('the catalog') },
-  referrers: { GET: notYet('the referrers API') },
+  referrers: { GET: getReferrers },
 };
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;

@@ -80,3 +80,25 @@ export function uploadStartedAt(name: string, uuid: string): string {
 export function linkContent(digest: Digest): Buffer {
   return Buffer.from(digest);
 }
+
+/**
+ * berth's own record beside a manifest revision: the media type it was pushed with and, for signed
+ * first-generation manifests, the digest of the signed bytes as pushed. Distribution ignores it;
+ * revisions without it (written by Distribution) are served with the type read from the content.
+ */
+export function manifestRevisionMeta(name: string, digest: Digest): string {
+  return `${manifestRevisionDir(name, digest)}/berth.json`;
+}
+
+/** berth's referrers index (OCI 1.1): one descriptor file per manifest whose `subject` is `subject` */
+export function referrersDir(name: string, subject: Digest): string {
+  return `${repository(name)}/_manifests/referrers/sha256/${hexOf(subject)}`;
+}
+
+export function referrerDir(name: string, subject: Digest, digest: Digest): string {
+  return `${referrersDir(name, subject)}/sha256/${hexOf(digest)}`;
+}
+
+export function referrerDescriptor(name: string, subject: Digest, digest: Digest): string {
+  return `${referrerDir(name, subject, digest)}/descriptor`;
+}

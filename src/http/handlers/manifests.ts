@@ -1,0 +1,60 @@
+/** GET, HEAD, PUT and DELETE /v2/<name>/manifests/<reference> (spec 4.3–4.5). */
+import { parseDigest } from '../../registry/digest.js';
+import { RegistryError } from '../../registry/errors.js';
+import type { Reference } from '../../registry/manifest-store.js';
+import { checkTag } from '../../registry/names.js';
+import { readSmallBody } from '../body.js';
+import type { Handler } from '../context.js';
+import type { Route } from '../routes.js';
+import { CONTENT_DIGEST_HEADER } from '../wire-names.js';
+import { checkDeletable, checkWritable } from './modes.js';
+
+type ManifestRoute = Extract<Route, { kind: 'manifest' }>;
+
+/** the largest manifest accepted, as in Distribution */
+export const MANIFEST_LIMIT = 4 * 1024 * 1024;
+
+/** a reference with ':' is a digest (400 DIGEST_INVALID when malformed), anything else a tag (400 TAG_INVALID) */
+function parseReference(reference: string): Reference {
+  return reference.includes(':') ? { digest: parseDigest(reference) } : { tag: checkTag(reference) };
+}
+
+export const getManifest: Handler<ManifestRoute> = async (req, reply, route, { manifests }) => {
+  const manifest = await manifests.get(route.name, parseReference(route.reference));
+  const etag = `"${manifest.digest}"`;
+  reply
+    .header('content-type', manifest.mediaType)
+    .header(CONTENT_DIGEST_HEADER, manifest.digest)
+    .header('etag', etag)
+    .header('content-length', manifest.content.length);
+  if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+  return reply.send(req.method === 'HEAD' ? undefined : manifest.content);
+};
+
+export const putManifest: Handler<ManifestRoute> = async (req, reply, route, { manifests, urls, config }) => {
+  checkWritable(config);
+  const reference = parseReference(route.reference);
+  const body = await readSmallBody(
+    req,
+    MANIFEST_LIMIT,
+    () => new RegistryError('MANIFEST_INVALID', `manifest too large: the limit is ${MANIFEST_LIMIT} bytes`, { detail: { check: 'size', limit: MANIFEST_LIMIT } }),
+  );
+  const manifest = await manifests.put(route.name, reference, req.headers['content-type'], body);
+  reply
+    .code(201)
+    .header('location', urls.build(req, `/v2/${route.name}/manifests/${manifest.digest}`))
+    .header(CONTENT_DIGEST_HEADER, manifest.digest)
+    .header('content-length', 0);
+  if (manifest.subject) reply.header('oci-subject', manifest.subject.digest);
+  return reply.send();
+};
+
+export const deleteManifest: Handler<ManifestRoute> = async (_req, reply, route, { manifests, config }) => {
+  checkDeletable(config);
+  const reference = parseReference(route.reference);
+  if ('tag' in reference) {
+    throw new RegistryError('UNSUPPORTED', `manifests are deleted by digest, not by tag: resolve ${JSON.stringify(reference.tag)} with a HEAD request and DELETE /v2/${route.name}/manifests/<digest>`);
+  }
+  await manifests.delete(route.name, reference.digest);
+  return reply.code(202).header('content-length', 0).send();
+};

@@ -1,0 +1,238 @@
+/**
+ * Manifests of a repository: validated on PUT, stored content-addressed under blobs/ (as
+ * Distribution does), made visible by a revision link, named by tags, indexed by subject.
+ */
+import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import * as layout from '../storage/layout.js';
+import type { BlobStore } from './blobs.js';
+import { isDigest, sha256, type Digest } from './digest.js';
+import { RegistryError, type ErrorEntry } from './errors.js';
+import { detectMediaType } from './manifests/detect.js';
+import { checkLayerURLs, parseManifest, type Descriptor, type LayerURLPolicy, type ParsedManifest } from './manifests/index.js';
+
+/** a tag or a digest, as the URL gave it (already checked) */
+export type Reference = { tag: string } | { digest: Digest };
+
+export interface StoredManifest {
+  digest: Digest;
+  mediaType: string;
+  /** the bytes to serve: exactly what was pushed */
+  content: Buffer;
+}
+
+interface RevisionMeta {
+  mediaType: string;
+  /** signed first generation: digest of the signed bytes as pushed (the revision's digest covers the payload only) */
+  signed?: Digest;
+}
+
+export interface ManifestStoreOptions {
+  /** validation.manifests.urls; undefined when validation is disabled */
+  urlPolicy?: LayerURLPolicy;
+}
+
+export class ManifestStore {
+  constructor(
+    private readonly driver: StorageDriver,
+    private readonly blobs: BlobStore,
+    private readonly options: ManifestStoreOptions,
+  ) {}
+
+  /** validates and stores a pushed manifest; with a tag reference, points the tag at it */
+  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer): Promise<ParsedManifest> {
+    const manifest = await parseManifest(contentType, body);
+    checkAgainstURL(manifest, name, reference);
+    if (this.options.urlPolicy) checkLayerURLs(manifest, this.options.urlPolicy);
+    await this.checkReferences(name, manifest);
+
+    const meta: RevisionMeta = { mediaType: manifest.mediaType };
+    if (manifest.payload !== body) {
+      meta.signed = sha256(body);
+      await this.storeContent(meta.signed, body);
+    }
+    await this.storeContent(manifest.digest, manifest.payload);
+    await this.driver.putContent(layout.manifestRevisionMeta(name, manifest.digest), Buffer.from(JSON.stringify(meta)));
+    await this.driver.putContent(layout.manifestRevisionLink(name, manifest.digest), layout.linkContent(manifest.digest));
+    if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
+    if ('tag' in reference) await this.tag(name, reference.tag, manifest.digest);
+    return manifest;
+  }
+
+  async get(name: string, reference: Reference): Promise<StoredManifest> {
+    const digest = 'tag' in reference ? await this.resolveTag(name, reference.tag) : reference.digest;
+    if (!(await this.hasRevision(name, digest))) throw await this.unknown(name, reference);
+    const meta = await this.readMeta(name, digest);
+    const content = await this.readContent(meta?.signed ?? digest, name, reference);
+    return { digest, mediaType: meta?.mediaType ?? detectMediaType(content), content };
+  }
+
+  /** removes the revision, every tag that points at it, and its referrers entry */
+  async delete(name: string, digest: Digest): Promise<void> {
+    const manifest = await this.get(name, { digest });
+    const subject = subjectOf(manifest.content);
+    await this.driver.delete(layout.manifestRevisionDir(name, digest));
+    await this.untagAll(name, digest);
+    if (subject) await deleteIfPresent(this.driver, layout.referrerDir(name, subject, digest));
+  }
+
+  /** descriptors of the manifests whose subject is `subject`, optionally of one artifactType */
+  async referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
+    await this.checkRepository(name);
+    let entries: string[];
+    try {
+      entries = await this.driver.list(`${layout.referrersDir(name, subject)}/sha256`);
+    } catch (err) {
+      if (err instanceof PathNotFoundError) return [];
+      throw err;
+    }
+    const descriptors = await Promise.all(
+      entries.map(async (dir) => {
+        try {
+          return JSON.parse((await this.driver.getContent(`${dir}/descriptor`)).toString()) as Descriptor;
+        } catch (err) {
+          if (err instanceof PathNotFoundError) return undefined; // deleted meanwhile
+          throw err;
+        }
+      }),
+    );
+    return descriptors.filter((d): d is Descriptor => d !== undefined && (artifactType === undefined || d.artifactType === artifactType));
+  }
+
+  /** 404 NAME_UNKNOWN unless the repository exists */
+  async checkRepository(name: string): Promise<void> {
+    try {
+      await this.driver.stat(layout.repository(name));
+    } catch (err) {
+      if (err instanceof PathNotFoundError) throw new RegistryError('NAME_UNKNOWN', `repository ${JSON.stringify(name)} is not known to this registry`, { detail: { name } });
+      throw err;
+    }
+  }
+
+  async hasRevision(name: string, digest: Digest): Promise<boolean> {
+    try {
+      return (await this.driver.getContent(layout.manifestRevisionLink(name, digest))).toString() === digest;
+    } catch (err) {
+      if (err instanceof PathNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  /** every blob must be linked in the repository, every child manifest stored in it (4.4) */
+  private async checkReferences(name: string, manifest: ParsedManifest): Promise<void> {
+    const [blobsLinked, childrenStored] = await Promise.all([
+      Promise.all(manifest.blobs.map((b) => this.blobs.isLinked(name, b.digest))),
+      Promise.all(manifest.manifests.map((m) => this.hasRevision(name, m.digest))),
+    ]);
+    const errors: ErrorEntry[] = [
+      ...manifest.blobs
+        .filter((_, i) => !blobsLinked[i])
+        .map((b): ErrorEntry => ({ code: 'BLOB_UNKNOWN', message: `blob unknown to registry: ${b.digest} is referenced by the manifest but not uploaded to ${name}`, detail: { digest: b.digest } })),
+      ...manifest.manifests
+        .filter((_, i) => !childrenStored[i])
+        .map((m): ErrorEntry => ({ code: 'MANIFEST_UNKNOWN', message: `manifest unknown: ${m.digest} is referenced by the index but not pushed to ${name}`, detail: { digest: m.digest } })),
+    ];
+    if (errors.length > 0) throw RegistryError.many(errors, 400);
+  }
+
+  private async storeContent(digest: Digest, content: Buffer): Promise<void> {
+    if ((await this.blobs.storedSize(digest)) === content.length) return;
+    await this.driver.putContent(layout.blobData(digest), content);
+  }
+
+  private async tag(name: string, tag: string, digest: Digest): Promise<void> {
+    await this.driver.putContent(layout.tagIndexLink(name, tag, digest), layout.linkContent(digest));
+    await this.driver.putContent(layout.tagCurrentLink(name, tag), layout.linkContent(digest));
+  }
+
+  private async untagAll(name: string, digest: Digest): Promise<void> {
+    let tagDirs: string[];
+    try {
+      tagDirs = await this.driver.list(layout.tagsDir(name));
+    } catch (err) {
+      if (err instanceof PathNotFoundError) return;
+      throw err;
+    }
+    for (const dir of tagDirs) {
+      const tag = dir.slice(dir.lastIndexOf('/') + 1);
+      const current = await readLink(this.driver, layout.tagCurrentLink(name, tag));
+      if (current === digest) await deleteIfPresent(this.driver, dir);
+    }
+  }
+
+  private async indexReferrer(name: string, manifest: ParsedManifest, size: number): Promise<void> {
+    const descriptor: Descriptor = { mediaType: manifest.mediaType, digest: manifest.digest, size };
+    if (manifest.artifactType) descriptor.artifactType = manifest.artifactType;
+    if (manifest.annotations) descriptor.annotations = manifest.annotations;
+    await this.driver.putContent(layout.referrerDescriptor(name, manifest.subject!.digest, manifest.digest), Buffer.from(JSON.stringify(descriptor)));
+  }
+
+  private async resolveTag(name: string, tag: string): Promise<Digest> {
+    const digest = await readLink(this.driver, layout.tagCurrentLink(name, tag));
+    if (!digest) throw await this.unknown(name, { tag });
+    return digest as Digest;
+  }
+
+  private async readMeta(name: string, digest: Digest): Promise<RevisionMeta | undefined> {
+    try {
+      return JSON.parse((await this.driver.getContent(layout.manifestRevisionMeta(name, digest))).toString()) as RevisionMeta;
+    } catch (err) {
+      if (err instanceof PathNotFoundError) return undefined;
+      throw err;
+    }
+  }
+
+  private async readContent(digest: Digest, name: string, reference: Reference): Promise<Buffer> {
+    try {
+      return await this.driver.getContent(layout.blobData(digest));
+    } catch (err) {
+      if (err instanceof PathNotFoundError) throw await this.unknown(name, reference);
+      throw err;
+    }
+  }
+
+  /** MANIFEST_UNKNOWN, or NAME_UNKNOWN when the repository itself does not exist */
+  private async unknown(name: string, reference: Reference): Promise<RegistryError> {
+    await this.checkRepository(name);
+    const what = 'tag' in reference ? `tag ${JSON.stringify(reference.tag)}` : reference.digest;
+    return new RegistryError('MANIFEST_UNKNOWN', `manifest unknown: ${what} is not in ${name}`, { detail: 'tag' in reference ? { tag: reference.tag } : { digest: reference.digest } });
+  }
+}
+
+/** the body must describe what the URL names (2.3): digest references, and first generation's name and tag */
+function checkAgainstURL(manifest: ParsedManifest, name: string, reference: Reference): void {
+  if ('digest' in reference && reference.digest !== manifest.digest) {
+    throw new RegistryError('DIGEST_INVALID', `the manifest's digest ${manifest.digest} does not match the reference ${reference.digest}`, { detail: { digest: reference.digest } });
+  }
+  if (manifest.name !== undefined && manifest.name !== name) {
+    throw new RegistryError('NAME_INVALID', `the manifest's name ${JSON.stringify(manifest.name)} does not match the repository ${JSON.stringify(name)}`, { detail: { name: manifest.name } });
+  }
+  if (manifest.tag !== undefined && 'tag' in reference && manifest.tag !== reference.tag) {
+    throw new RegistryError('TAG_INVALID', `the manifest's tag ${JSON.stringify(manifest.tag)} does not match the tag ${JSON.stringify(reference.tag)} in the URL`, { detail: { tag: manifest.tag } });
+  }
+}
+
+function subjectOf(content: Buffer): Digest | undefined {
+  try {
+    const digest = (JSON.parse(content.toString()) as { subject?: { digest?: unknown } }).subject?.digest;
+    return typeof digest === 'string' && isDigest(digest) ? digest : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readLink(driver: StorageDriver, path: string): Promise<string | undefined> {
+  try {
+    return (await driver.getContent(path)).toString().trim();
+  } catch (err) {
+    if (err instanceof PathNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+async function deleteIfPresent(driver: StorageDriver, path: string): Promise<void> {
+  try {
+    await driver.delete(path);
+  } catch (err) {
+    if (!(err instanceof PathNotFoundError)) throw err;
+  }
+}

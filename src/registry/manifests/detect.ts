@@ -1,0 +1,17 @@
+/**
+ * The media type of stored manifest bytes that carry no record of how they were pushed (written by
+ * Distribution): the body's `mediaType`, else what its shape says, as Distribution decides.
+ */
+import { MediaTypes } from './mediatypes.js';
+
+export function detectMediaType(content: Buffer): string {
+  let doc: { mediaType?: unknown; schemaVersion?: unknown; manifests?: unknown };
+  try {
+    doc = JSON.parse(content.toString());
+  } catch {
+    return 'application/octet-stream';
+  }
+  if (typeof doc.mediaType === 'string' && doc.mediaType !== '') return doc.mediaType;
+  if (doc.schemaVersion === 1) return MediaTypes.dockerSignedSchema1;
+  return doc.manifests !== undefined ? MediaTypes.ociIndex : MediaTypes.ociManifest;
+}
