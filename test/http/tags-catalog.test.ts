@@ -1,0 +1,283 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Digest } from '../../src/registry/digest.js';
+import * as layout from '../../src/storage/layout.js';
+import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { errorCodes, pushBlob, randomBlob, rawRequest, sha256 } from '../helpers/blobs.js';
+
+const DIGEST = `sha256:${'ef'.repeat(32)}` as Digest;
+
+/** a tagged repository, written straight into storage as a manifest push leaves it */
+async function tag(registry: TestRegistry, name: string, ...tags: string[]): Promise<void> {
+  const { driver } = registry.app;
+  await driver.putContent(layout.manifestRevisionLink(name, DIGEST), layout.linkContent(DIGEST));
+  for (const t of tags) await driver.putContent(layout.tagCurrentLink(name, t), layout.linkContent(DIGEST));
+}
+
+async function getJSON(url: string): Promise<{ res: Response; body: unknown }> {
+  const res = await fetch(url);
+  return { res, body: await res.json() };
+}
+
+function assertJSONType(res: Response): void {
+  assert.equal(res.headers.get('content-type')?.split(';')[0], 'application/json');
+}
+
+/**
+ * The handlers (src/http/handlers/tags.ts, catalog.ts) take `services.tags` and `services.catalog`,
+ * which src/http/server.ts and src/app.ts do not wire yet: remove this skip when they do. (These
+ * tests passed against a copy of the tree with the two handlers and stores wired in.)
+ */
+const WIRING: { skip?: string } = { skip: 'waiting for wiring' };
+
+const pad = (i: number) => String(i).padStart(3, '0');
+
+async function seed(registry: TestRegistry): Promise<void> {
+  await tag(registry, 'lib/app', 'v2', 'latest', 'v1', 'V0', '1.0');
+  await tag(registry, 'many', ...Array.from({ length: 150 }, (_, i) => `t${pad(i)}`));
+  await tag(registry, 'bydigest');
+  await tag(registry, 'lib', 'x');
+  await tag(registry, 'lib-x', 'x');
+  await tag(registry, 'lib/app/sub', 'x');
+  await registry.app.driver.putContent(layout.layerLink('blobonly', DIGEST), layout.linkContent(DIGEST));
+}
+
+describe('GET /v2/<name>/tags/list and /v2/_catalog', WIRING, () => {
+  let registry: TestRegistry; // default configuration: catalog.maxentries 1000
+  let capped: TestRegistry; // catalog.maxentries 5
+  let url: string;
+  before(async () => {
+    registry = await startBerth();
+    capped = await startBerth({ catalog: { maxentries: 5 } });
+    url = registry.url;
+    await seed(registry);
+    await seed(capped);
+  });
+  after(async () => {
+    await registry.stop();
+    await capped.stop();
+  });
+
+  describe('tags', () => {
+    it('lists all tags sorted, without Link when they fit', async () => {
+      const { res, body } = await getJSON(`${url}/v2/lib/app/tags/list`);
+      assert.equal(res.status, 200);
+      assertJSONType(res);
+      assert.equal(res.headers.get('link'), null);
+      assert.deepEqual(body, { name: 'lib/app', tags: ['1.0', 'V0', 'latest', 'v1', 'v2'] });
+    });
+
+    it('pages with n and last; Link points at the next page and is absent at the end', async () => {
+      const first = await getJSON(`${url}/v2/lib/app/tags/list?n=2`);
+      assert.deepEqual(first.body, { name: 'lib/app', tags: ['1.0', 'V0'] });
+      assert.equal(first.res.headers.get('link'), '</v2/lib/app/tags/list?n=2&last=V0>; rel="next"');
+      const second = await getJSON(`${url}/v2/lib/app/tags/list?n=2&last=V0`);
+      assert.deepEqual(second.body, { name: 'lib/app', tags: ['latest', 'v1'] });
+      assert.equal(second.res.headers.get('link'), '</v2/lib/app/tags/list?n=2&last=v1>; rel="next"');
+      const third = await getJSON(`${url}/v2/lib/app/tags/list?n=2&last=v1`);
+      assert.deepEqual(third.body, { name: 'lib/app', tags: ['v2'] });
+      assert.equal(third.res.headers.get('link'), null);
+    });
+
+    it('a page that ends exactly at the last tag has no Link', async () => {
+      const { res, body } = await getJSON(`${url}/v2/lib/app/tags/list?n=5`);
+      assert.deepEqual(body, { name: 'lib/app', tags: ['1.0', 'V0', 'latest', 'v1', 'v2'] });
+      assert.equal(res.headers.get('link'), null);
+    });
+
+    it('last that is not a tag, before the first, after the end', async () => {
+      assert.deepEqual((await getJSON(`${url}/v2/lib/app/tags/list?last=m`)).body, { name: 'lib/app', tags: ['v1', 'v2'] });
+      assert.deepEqual((await getJSON(`${url}/v2/lib/app/tags/list?last=0&n=1`)).body, { name: 'lib/app', tags: ['1.0'] });
+      const end = await getJSON(`${url}/v2/lib/app/tags/list?last=zzz`);
+      assert.equal(end.res.status, 200);
+      assert.deepEqual(end.body, { name: 'lib/app', tags: [] });
+      assert.equal(end.res.headers.get('link'), null);
+    });
+
+    it('without n, 100 tags and a Link to the rest (n=100)', async () => {
+      const { res, body } = await getJSON(`${url}/v2/many/tags/list`);
+      const tags = (body as { tags: string[] }).tags;
+      assert.equal(tags.length, 100);
+      assert.equal(tags[99], 't099');
+      assert.equal(res.headers.get('link'), '</v2/many/tags/list?n=100&last=t099>; rel="next"');
+      const rest = await getJSON(`${url}/v2/many/tags/list?n=100&last=t099`);
+      assert.equal((rest.body as { tags: string[] }).tags.length, 50);
+      assert.equal(rest.res.headers.get('link'), null);
+    });
+
+    it('following Link headers gives every tag once', async () => {
+      const seen: string[] = [];
+      let next: string | undefined = '/v2/many/tags/list?n=7';
+      while (next) {
+        const res: Response = await fetch(`${url}${next}`);
+        seen.push(...((await res.json()) as { tags: string[] }).tags);
+        next = /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '')?.[1];
+      }
+      assert.deepEqual(seen, Array.from({ length: 150 }, (_, i) => `t${pad(i)}`));
+    });
+
+    it('n=0: an empty list and no Link', async () => {
+      const { res, body } = await getJSON(`${url}/v2/many/tags/list?n=0`);
+      assert.equal(res.status, 200);
+      assert.deepEqual(body, { name: 'many', tags: [] });
+      assert.equal(res.headers.get('link'), null);
+    });
+
+    it('n up to catalog.maxentries is accepted; without n the cap applies when below 100', async () => {
+      const full = await getJSON(`${url}/v2/many/tags/list?n=1000`);
+      assert.equal((full.body as { tags: string[] }).tags.length, 150);
+      assert.equal(full.res.headers.get('link'), null);
+      const small = await fetch(`${capped.url}/v2/many/tags/list`);
+      assert.equal(((await small.json()) as { tags: string[] }).tags.length, 5);
+      assert.equal(small.headers.get('link'), '</v2/many/tags/list?n=5&last=t004>; rel="next"');
+      assert.equal((await fetch(`${capped.url}/v2/many/tags/list?n=6`)).status, 400);
+    });
+
+    for (const n of ['abc', '-1', '1.5', '', '1001', '1e2']) {
+      it(`n=${JSON.stringify(n)}: 400 PAGINATION_NUMBER_INVALID`, async () => {
+        const res = await fetch(`${url}/v2/lib/app/tags/list?n=${n}`);
+        assert.equal(res.status, 400);
+        assertJSONType(res);
+        const body = (await res.json()) as { errors: { code: string; message: string }[] };
+        assert.equal(body.errors[0].code, 'PAGINATION_NUMBER_INVALID');
+        assert.match(body.errors[0].message, /from 0 to 1000/);
+      });
+    }
+
+    it('a repository with manifests but no tags: 200 and no tags', async () => {
+      const { res, body } = await getJSON(`${url}/v2/bydigest/tags/list`);
+      assert.equal(res.status, 200);
+      assert.deepEqual(body, { name: 'bydigest', tags: [] });
+    });
+
+    it('unknown repositories, blob-only ones and mere parent directories: 404 NAME_UNKNOWN', async () => {
+      for (const name of ['nope', 'blobonly', 'lib/app/sub/deeper', 'lib/nope']) {
+        const res = await fetch(`${url}/v2/${name}/tags/list`);
+        assert.equal(res.status, 404, name);
+        const body = (await res.json()) as { errors: { code: string; detail: unknown }[] };
+        assert.equal(body.errors[0].code, 'NAME_UNKNOWN', name);
+        assert.deepEqual(body.errors[0].detail, { name }, name);
+      }
+      const zero = await fetch(`${url}/v2/nope/tags/list?n=0`);
+      assert.equal(zero.status, 404);
+    });
+
+    it('an invalid name: 400 NAME_INVALID', async () => {
+      for (const path of ['/v2/Lib/tags/list', '/v2/lib//app/tags/list', '/v2/lib/app-/tags/list']) {
+        const res = await rawRequest(url, 'GET', path);
+        assert.equal(res.status, 400, path);
+        assert.equal(JSON.parse(res.body).errors[0].code, 'NAME_INVALID', path);
+      }
+    });
+
+    it('only GET: other methods are 405', async () => {
+      const res = await fetch(`${url}/v2/lib/app/tags/list`, { method: 'DELETE' });
+      assert.equal(res.status, 405);
+      assert.deepEqual(await errorCodes(res), ['UNSUPPORTED']);
+    });
+  });
+
+  describe('catalog', () => {
+    const ALL = ['bydigest', 'lib', 'lib/app', 'lib/app/sub', 'lib-x', 'many'];
+
+    it('without n: capped at catalog.maxentries (5) with a Link carrying n=5', async () => {
+      const { res, body } = await getJSON(`${capped.url}/v2/_catalog`);
+      assert.equal(res.status, 200);
+      assertJSONType(res);
+      assert.deepEqual(body, { repositories: ALL.slice(0, 5) });
+      assert.equal(res.headers.get('link'), '</v2/_catalog?n=5&last=lib-x>; rel="next"');
+      const rest = await getJSON(`${capped.url}/v2/_catalog?n=5&last=lib-x`);
+      assert.deepEqual(rest.body, { repositories: ['many'] });
+      assert.equal(rest.res.headers.get('link'), null);
+    });
+
+    it('pages with n; last with a / is escaped in the Link, and accepted either way', async () => {
+      const first = await getJSON(`${capped.url}/v2/_catalog?n=3`);
+      assert.deepEqual(first.body, { repositories: ['bydigest', 'lib', 'lib/app'] });
+      assert.equal(first.res.headers.get('link'), '</v2/_catalog?n=3&last=lib%2Fapp>; rel="next"');
+      for (const last of ['lib%2Fapp', 'lib/app']) {
+        const second = await getJSON(`${capped.url}/v2/_catalog?n=3&last=${last}`);
+        assert.deepEqual(second.body, { repositories: ['lib/app/sub', 'lib-x', 'many'] });
+        assert.equal(second.res.headers.get('link'), null);
+      }
+    });
+
+    it('last that is not a repository, and after the end', async () => {
+      assert.deepEqual((await getJSON(`${capped.url}/v2/_catalog?last=lib/b`)).body, { repositories: ['lib-x', 'many'] });
+      const end = await getJSON(`${capped.url}/v2/_catalog?last=zzz`);
+      assert.deepEqual(end.body, { repositories: [] });
+      assert.equal(end.res.headers.get('link'), null);
+    });
+
+    it('n=0: an empty list and no Link', async () => {
+      const { res, body } = await getJSON(`${capped.url}/v2/_catalog?n=0`);
+      assert.equal(res.status, 200);
+      assert.deepEqual(body, { repositories: [] });
+      assert.equal(res.headers.get('link'), null);
+    });
+
+    for (const n of ['abc', '-1', '1.5', '', '6']) {
+      it(`n=${JSON.stringify(n)}: 400 PAGINATION_NUMBER_INVALID`, async () => {
+        const res = await fetch(`${capped.url}/v2/_catalog?n=${n}`);
+        assert.equal(res.status, 400);
+        assert.deepEqual(await errorCodes(res), ['PAGINATION_NUMBER_INVALID']);
+      });
+    }
+  });
+});
+
+describe('tags and catalog behind http.prefix, on an empty in-memory registry', WIRING, () => {
+  let registry: TestRegistry;
+  before(async () => {
+    registry = await startBerth({ http: { prefix: '/registry/' } }, { driver: 'inmemory' });
+  });
+  after(() => registry.stop());
+
+  it('an empty registry has an empty catalog', async () => {
+    const { res, body } = await getJSON(`${registry.url}/registry/v2/_catalog`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(body, { repositories: [] });
+    assert.equal(res.headers.get('link'), null);
+  });
+
+  it('Link carries the prefix', async () => {
+    await tag(registry, 'a', 'x', 'y');
+    await tag(registry, 'b', 'x');
+    const tags = await fetch(`${registry.url}/registry/v2/a/tags/list?n=1`);
+    assert.equal(tags.headers.get('link'), '</registry/v2/a/tags/list?n=1&last=x>; rel="next"');
+    const catalog = await fetch(`${registry.url}/registry/v2/_catalog?n=1`);
+    assert.equal(catalog.headers.get('link'), '</registry/v2/_catalog?n=1&last=a>; rel="next"');
+  });
+});
+
+describe('tags and catalog after a push through the API', WIRING, () => {
+  let registry: TestRegistry;
+  before(async () => {
+    registry = await startBerth();
+  });
+  after(() => registry.stop());
+
+  it('a pushed image shows up in its tag list and the catalog; a blob-only push does not', async () => {
+    const { url } = registry;
+    const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', rootfs: { type: 'layers', diff_ids: [] } }));
+    const layer = randomBlob(64);
+    assert.equal((await pushBlob(url, 'pushed/app', config)).status, 201);
+    assert.equal((await pushBlob(url, 'pushed/app', layer.data)).status, 201);
+    assert.equal((await pushBlob(url, 'blobs/only', layer.data)).status, 201);
+    const manifest = JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: sha256(config), size: config.length },
+      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: layer.digest, size: 64 }],
+    });
+    const put = await fetch(`${url}/v2/pushed/app/manifests/v1`, {
+      method: 'PUT',
+      body: manifest,
+      headers: { 'content-type': 'application/vnd.oci.image.manifest.v1+json' },
+    });
+    assert.equal(put.status, 201, await put.text());
+    assert.deepEqual((await getJSON(`${url}/v2/pushed/app/tags/list`)).body, { name: 'pushed/app', tags: ['v1'] });
+    assert.deepEqual((await getJSON(`${url}/v2/_catalog`)).body, { repositories: ['pushed/app'] });
+    assert.equal((await fetch(`${url}/v2/blobs/only/tags/list`)).status, 404);
+  });
+});
