@@ -12,6 +12,8 @@ import { UploadStateSigner } from './http/upload-state.js';
 import { URLBuilder } from './http/urls.js';
 import { createLogger } from './log.js';
 import { BlobStore } from './registry/blobs.js';
+import { Catalog } from './registry/catalog.js';
+import { TagStore } from './registry/tags.js';
 import { ManifestStore } from './registry/manifest-store.js';
 import type { LayerURLPolicy } from './registry/manifests/index.js';
 import { purgeUploads } from './registry/purge.js';
@@ -49,6 +51,8 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
       blobs,
       uploads,
       manifests,
+      tags: new TagStore(driver),
+      catalog: new Catalog(driver),
       uploadState: new UploadStateSigner(secret),
       urls: new URLBuilder({ host: config.http.host, prefix: config.http.prefix ?? '/', relative: config.http.relativeurls }),
     },

@@ -2,7 +2,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
 import type { BlobStore } from '../registry/blobs.js';
+import type { Catalog } from '../registry/catalog.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
+import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import type { Route } from './routes.js';
 import type { UploadStateSigner } from './upload-state.js';
@@ -13,6 +15,8 @@ export interface Services {
   blobs: BlobStore;
   uploads: UploadSessions;
   manifests: ManifestStore;
+  tags: TagStore;
+  catalog: Catalog;
   uploadState: UploadStateSigner;
   urls: URLBuilder;
 }

@@ -9,6 +9,8 @@ import { RegistryError } from '../registry/errors.js';
 import type { Handler, Services } from './context.js';
 import { sendError } from './errors.js';
 import { getBase } from './handlers/base.js';
+import { getCatalog } from './handlers/catalog.js';
+import { getTags } from './handlers/tags.js';
 import { deleteBlob, getBlob } from './handlers/blobs.js';
 import { deleteManifest, getManifest, putManifest } from './handlers/manifests.js';
 import { getReferrers } from './handlers/referrers.js';
@@ -18,18 +20,14 @@ import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js
 
 type HandlerTable = { [K in Route['kind']]: Partial<Record<string, Handler<Extract<Route, { kind: K }>>>> };
 
-const notYet = (what: string): Handler => async () => {
-  throw new RegistryError('UNSUPPORTED', `${what} is not implemented in this version of berth`);
-};
-
 const HANDLERS: HandlerTable = {
   base: { GET: getBase, HEAD: getBase },
   blob: { GET: getBlob, HEAD: getBlob, DELETE: deleteBlob },
   uploads: { POST: postUpload },
   upload: { GET: getUpload, PATCH: patchUpload, PUT: putUpload, DELETE: deleteUpload },
   manifest: { GET: getManifest, HEAD: getManifest, PUT: putManifest, DELETE: deleteManifest },
-  tags: { GET: notYet('tag listing') },
-  catalog: { GET: notYet('the catalog') },
+  tags: { GET: getTags },
+  catalog: { GET: getCatalog },
   referrers: { GET: getReferrers },
 };
 

@@ -15,6 +15,7 @@
  */
 import { PathNotFoundError, pathSortKey, type StorageDriver } from '../storage/driver.js';
 import { REPOSITORIES } from '../storage/layout.js';
+import { isRepository } from './repositories.js';
 
 export interface CatalogPage {
   repositories: string[];
@@ -43,7 +44,7 @@ export class Catalog {
           // startAfter already keeps earlier entries away; this keeps the promise for any driver
           if (lastKey !== undefined && pathSortKey(name) <= lastKey) return undefined;
           // decided on entering the directory, so `a` comes before `a/0b` (digits sort before '_')
-          if (await this.isRepository(info.path)) {
+          if (await isRepository(this.driver, name)) {
             found.push(name);
             if (found.length > n) return 'stop';
           }
@@ -56,14 +57,5 @@ export class Catalog {
       throw err;
     }
     return { repositories: found.slice(0, n), more: found.length > n };
-  }
-
-  private async isRepository(dir: string): Promise<boolean> {
-    try {
-      return (await this.driver.stat(`${dir}/_manifests`)).isDir;
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return false;
-      throw err;
-    }
   }
 }

@@ -7,6 +7,7 @@ import * as layout from '../storage/layout.js';
 import type { BlobStore } from './blobs.js';
 import { isDigest, sha256, type Digest } from './digest.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
+import { checkRepository } from './repositories.js';
 import { detectMediaType } from './manifests/detect.js';
 import { checkLayerURLs, parseManifest, type Descriptor, type LayerURLPolicy, type ParsedManifest } from './manifests/index.js';
 
@@ -77,7 +78,7 @@ export class ManifestStore {
 
   /** descriptors of the manifests whose subject is `subject`, optionally of one artifactType */
   async referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
-    await this.checkRepository(name);
+    await checkRepository(this.driver, name);
     let entries: string[];
     try {
       entries = await this.driver.list(`${layout.referrersDir(name, subject)}/sha256`);
@@ -96,16 +97,6 @@ export class ManifestStore {
       }),
     );
     return descriptors.filter((d): d is Descriptor => d !== undefined && (artifactType === undefined || d.artifactType === artifactType));
-  }
-
-  /** 404 NAME_UNKNOWN unless the repository exists */
-  async checkRepository(name: string): Promise<void> {
-    try {
-      await this.driver.stat(layout.repository(name));
-    } catch (err) {
-      if (err instanceof PathNotFoundError) throw new RegistryError('NAME_UNKNOWN', `repository ${JSON.stringify(name)} is not known to this registry`, { detail: { name } });
-      throw err;
-    }
   }
 
   async hasRevision(name: string, digest: Digest): Promise<boolean> {
@@ -192,7 +183,7 @@ export class ManifestStore {
 
   /** MANIFEST_UNKNOWN, or NAME_UNKNOWN when the repository itself does not exist */
   private async unknown(name: string, reference: Reference): Promise<RegistryError> {
-    await this.checkRepository(name);
+    await checkRepository(this.driver, name);
     const what = 'tag' in reference ? `tag ${JSON.stringify(reference.tag)}` : reference.digest;
     return new RegistryError('MANIFEST_UNKNOWN', `manifest unknown: ${what} is not in ${name}`, { detail: 'tag' in reference ? { tag: reference.tag } : { digest: reference.digest } });
   }

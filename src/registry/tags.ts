@@ -2,9 +2,8 @@
  * Tag listing (spec 4.2): the tags of a repository are the directories under
  * `_manifests/tags/` (the layout of section 3 of DESIGN.md, as Distribution stores them).
  *
- * Which repositories are known: those with a `_manifests` directory, the same rule the catalog
- * uses (src/registry/catalog.ts), so every name the catalog lists answers its tag listing.
- * - No such directory (never pushed, or only blobs pushed or being uploaded) -> NAME_UNKNOWN.
+ * Which repositories are known: see repositories.ts.
+ * - No `_manifests` directory (never pushed, or only blobs pushed or being uploaded) -> NAME_UNKNOWN.
  *   Distribution 2.8.2 answers NAME_UNKNOWN for these too.
  * - `_manifests` but no tags (pushed by digest only, or every tag deleted) -> []. Distribution
  *   answers NAME_UNKNOWN when the `tags` directory is missing and [] when it is empty, which
@@ -13,14 +12,14 @@
  */
 import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../storage/layout.js';
-import { RegistryError } from './errors.js';
+import { checkRepository } from './repositories.js';
 
 export class TagStore {
   constructor(private readonly driver: StorageDriver) {}
 
   /** the tag names of `name`, sorted by code unit (tags are ASCII and have no '/') */
   async list(name: string): Promise<string[]> {
-    await this.checkRepository(name);
+    await checkRepository(this.driver, name);
     let paths: string[];
     try {
       paths = await this.driver.list(layout.tagsDir(name));
@@ -31,21 +30,6 @@ export class TagStore {
     const tags = paths.map((p) => p.slice(p.lastIndexOf('/') + 1));
     // drivers list sorted already; sort again so the order never depends on one
     return tags.sort(compareCodeUnits);
-  }
-
-  /** 404 NAME_UNKNOWN unless `name` has a `_manifests` directory */
-  private async checkRepository(name: string): Promise<void> {
-    let isDir = false;
-    try {
-      isDir = (await this.driver.stat(`${layout.repository(name)}/_manifests`)).isDir;
-    } catch (err) {
-      if (!(err instanceof PathNotFoundError)) throw err;
-    }
-    if (!isDir) {
-      throw new RegistryError('NAME_UNKNOWN', `repository ${JSON.stringify(name)} is not known to this registry (no manifest was ever pushed to it)`, {
-        detail: { name },
-      });
-    }
   }
 }
 

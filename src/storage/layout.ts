@@ -32,8 +32,13 @@ export function layerLinkDir(name: string, digest: Digest): string {
   return `${repository(name)}/_layers/sha256/${hexOf(digest)}`;
 }
 
+/** its presence makes `name` a repository (for the catalog, tags and manifests), as in Distribution 3 */
+export function manifestsDir(name: string): string {
+  return `${repository(name)}/_manifests`;
+}
+
 export function manifestRevisionsDir(name: string): string {
-  return `${repository(name)}/_manifests/revisions/sha256`;
+  return `${manifestsDir(name)}/revisions/sha256`;
 }
 
 export function manifestRevisionLink(name: string, digest: Digest): string {
@@ -45,7 +50,7 @@ export function manifestRevisionDir(name: string, digest: Digest): string {
 }
 
 export function tagsDir(name: string): string {
-  return `${repository(name)}/_manifests/tags`;
+  return `${manifestsDir(name)}/tags`;
 }
 
 export function tagDir(name: string, tag: string): string {
@@ -92,7 +97,7 @@ export function manifestRevisionMeta(name: string, digest: Digest): string {
 
 /** berth's referrers index (OCI 1.1): one descriptor file per manifest whose `subject` is `subject` */
 export function referrersDir(name: string, subject: Digest): string {
-  return `${repository(name)}/_manifests/referrers/sha256/${hexOf(subject)}`;
+  return `${manifestsDir(name)}/referrers/sha256/${hexOf(subject)}`;
 }
 
 export function referrerDir(name: string, subject: Digest, digest: Digest): string {

@@ -1,14 +1,12 @@
 /** GET /v2/_catalog (spec 4.13, 4.14): repository names, a page at a time. */
-import type { Catalog } from '../../registry/catalog.js';
-import type { Handler, Services } from '../context.js';
+import type { Handler } from '../context.js';
 import { nextLink, parsePagination } from '../pagination.js';
 import type { Route } from '../routes.js';
 
 type CatalogRoute = Extract<Route, { kind: 'catalog' }>;
 
 export const getCatalog: Handler<CatalogRoute> = async (req, reply, _route, services) => {
-  const { config } = services;
-  const { catalog } = services as Services & { catalog: Catalog };
+  const { config, catalog } = services;
   const max = config.catalog.maxentries;
   // without n the page is capped at catalog.maxentries, with a Link when more exist (4.13)
   const page = parsePagination(req, { defaultN: max, max });

@@ -1,14 +1,12 @@
 /** GET /v2/<name>/tags/list (spec 4.2, 4.14): the repository's tags, a page at a time. */
-import type { TagStore } from '../../registry/tags.js';
-import type { Handler, Services } from '../context.js';
+import type { Handler } from '../context.js';
 import { DEFAULT_TAGS_PAGE, nextLink, pageOf, parsePagination } from '../pagination.js';
 import type { Route } from '../routes.js';
 
 type TagsRoute = Extract<Route, { kind: 'tags' }>;
 
 export const getTags: Handler<TagsRoute> = async (req, reply, route, services) => {
-  const { config } = services;
-  const { tags } = services as Services & { tags: TagStore };
+  const { config, tags } = services;
   const page = parsePagination(req, { defaultN: DEFAULT_TAGS_PAGE, max: config.catalog.maxentries });
   // listed even for n=0, so an unknown repository is still NAME_UNKNOWN
   const { items, more } = pageOf(await tags.list(route.name), page);

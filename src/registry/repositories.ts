@@ -1,0 +1,26 @@
+/**
+ * Which repositories exist: those with a `_manifests` directory (a manifest was pushed to them).
+ * Repositories with only blobs, or an upload in progress, are not known yet. The catalog, tag
+ * listing and manifest lookups all use this one rule, so every name the catalog lists answers.
+ */
+import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import * as layout from '../storage/layout.js';
+import { RegistryError } from './errors.js';
+
+export async function isRepository(driver: StorageDriver, name: string): Promise<boolean> {
+  try {
+    return (await driver.stat(layout.manifestsDir(name))).isDir;
+  } catch (err) {
+    if (err instanceof PathNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** 404 NAME_UNKNOWN unless `name` is a repository */
+export async function checkRepository(driver: StorageDriver, name: string): Promise<void> {
+  if (!(await isRepository(driver, name))) {
+    throw new RegistryError('NAME_UNKNOWN', `repository ${JSON.stringify(name)} is not known to this registry (no manifest was ever pushed to it)`, {
+      detail: { name },
+    });
+  }
+}
