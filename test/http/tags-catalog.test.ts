@@ -23,12 +23,6 @@ function assertJSONType(res: Response): void {
   assert.equal(res.headers.get('content-type')?.split(';')[0], 'application/json');
 }
 
-/**
- * The handlers (src/http/handlers/tags.ts, catalog.ts) take `services.tags` and `services.catalog`,
- * which src/http/server.ts and src/app.ts do not wire yet: remove this skip when they do. (These
- * tests passed against a copy of the tree with the two handlers and stores wired in.)
- */
-
 const pad = (i: number) => String(i).padStart(3, '0');
 
 async function seed(registry: TestRegistry): Promise<void> {
