@@ -46,7 +46,6 @@ export function buildServer(services: Services, logger: FastifyBaseLogger): Fast
     },
     // names are matched on the raw path; Fastify must not reject or rewrite unusual ones
     routerOptions: { ignoreDuplicateSlashes: false, maxParamLength: 1024 },
-    bodyLimit: 4 * 1024 * 1024,
   });
 
   // bodies stay unread streams: blob data goes straight from the socket to storage
