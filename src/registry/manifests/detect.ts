@@ -5,13 +5,14 @@
 import { MediaTypes } from './mediatypes.js';
 
 export function detectMediaType(content: Buffer): string {
-  let doc: { mediaType?: unknown; schemaVersion?: unknown; manifests?: unknown };
+  let doc: { mediaType?: unknown; schemaVersion?: unknown; manifests?: unknown; signatures?: unknown };
   try {
     doc = JSON.parse(content.toString());
   } catch {
     return 'application/octet-stream';
   }
   if (typeof doc.mediaType === 'string' && doc.mediaType !== '') return doc.mediaType;
-  if (doc.schemaVersion === 1) return MediaTypes.dockerSignedSchema1;
+  // Distribution stores a signed first-generation manifest's payload only: without signatures it is the unsigned type
+  if (doc.schemaVersion === 1) return doc.signatures === undefined ? MediaTypes.dockerSchema1 : MediaTypes.dockerSignedSchema1;
   return doc.manifests !== undefined ? MediaTypes.ociIndex : MediaTypes.ociManifest;
 }
