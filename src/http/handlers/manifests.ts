@@ -34,11 +34,12 @@ export const getManifest: Handler<ManifestRoute> = async (req, reply, route, { m
 export const putManifest: Handler<ManifestRoute> = async (req, reply, route, { manifests, urls, config }) => {
   checkWritable(config);
   const reference = parseReference(route.reference);
-  const body = await readSmallBody(
-    req,
-    MANIFEST_LIMIT,
-    () => new RegistryError('MANIFEST_INVALID', `manifest too large: the limit is ${MANIFEST_LIMIT} bytes`, { detail: { check: 'size', limit: MANIFEST_LIMIT } }),
-  );
+  const body = await readSmallBody(req, MANIFEST_LIMIT, () => {
+    // the rest of the body stays unread: close the connection after the answer (as Go's
+    // MaxBytesReader does), or the paused socket lingers and the client may block on a full window
+    reply.header('connection', 'close');
+    return new RegistryError('MANIFEST_INVALID', `manifest too large: the limit is ${MANIFEST_LIMIT} bytes`, { detail: { check: 'size', limit: MANIFEST_LIMIT } });
+  });
   const manifest = await manifests.put(route.name, reference, req.headers['content-type'], body);
   reply
     .code(201)
