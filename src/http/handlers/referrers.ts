@@ -15,7 +15,8 @@ export const getReferrers: Handler<ReferrersRoute> = async (req, reply, route, {
   const artifactType = queryValue(req, 'artifactType');
   const referrers = await manifests.referrers(route.name, subject, artifactType);
   if (artifactType !== undefined) reply.header('oci-filters-applied', 'artifactType');
+  // a Buffer, not a string: Fastify would append "; charset=utf-8" to the media type of a string
   return reply
     .header('content-type', MediaTypes.ociIndex)
-    .send(JSON.stringify({ schemaVersion: 2, mediaType: MediaTypes.ociIndex, manifests: referrers }));
+    .send(Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: MediaTypes.ociIndex, manifests: referrers })));
 };
