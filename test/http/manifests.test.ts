@@ -369,6 +369,21 @@ for (const driver of DRIVERS) {
         assert.equal(error.detail?.field, 'config.digest');
       });
 
+      it('a blob is not a manifest and a manifest is not a blob', async () => {
+        const name = fresh('kinds');
+        const image = await pushImageOK(url, name, buildImage('oci-manifest'), 'v1');
+        // an index whose child is a layer blob of the repository
+        const layer = image.blobs[1];
+        const index = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: ManifestTypes.ociIndex, manifests: [{ mediaType: ManifestTypes.ociManifest, digest: layer.digest, size: layer.size }] }));
+        const childError = await expectError(await putManifest(url, name, 'idx', index, ManifestTypes.ociIndex), 400, 'MANIFEST_UNKNOWN');
+        assert.equal(childError.detail?.digest, layer.digest);
+        // an image whose layer is a manifest of the repository
+        const config = image.blobs[0];
+        const body = ociBody({ config: { mediaType: config.mediaType, digest: config.digest, size: config.size }, layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: image.digest, size: image.body.length }] });
+        const blobError = await expectError(await putManifest(url, name, 'img', body, ManifestTypes.ociManifest), 400, 'BLOB_UNKNOWN');
+        assert.equal(blobError.detail?.digest, image.digest);
+      });
+
       it('a body of exactly 4 MiB is accepted; one byte more is 400 MANIFEST_INVALID (size)', async () => {
         const name = fresh('size');
         const image = buildImage('oci-manifest');
