@@ -89,7 +89,9 @@ export class ManifestStore {
     const descriptors = await Promise.all(
       entries.map(async (dir) => {
         try {
-          return JSON.parse((await this.driver.getContent(`${dir}/descriptor`)).toString()) as Descriptor;
+          const descriptor = JSON.parse((await this.driver.getContent(`${dir}/descriptor`)).toString()) as Descriptor;
+          // a revision deleted by Distribution on a shared root leaves berth's index entry behind
+          return (await this.hasRevision(name, descriptor.digest)) ? descriptor : undefined;
         } catch (err) {
           if (err instanceof PathNotFoundError) return undefined; // deleted meanwhile
           throw err;

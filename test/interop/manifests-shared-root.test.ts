@@ -480,11 +480,6 @@ describe(
 
       it(
         'an artifact pushed to berth and deleted on the reference leaves berth\'s referrers list',
-        {
-          todo:
-            "berth bug: its referrers index (_manifests/referrers/, berth-only) is not updated by Distribution's DELETE, " +
-            'and berth lists the entry without checking the revision link: a deleted manifest stays listed',
-        },
         async () => {
           const repo = 'interop/referrers-deleted-on-ref';
           const c = await pushArtifact('berth', repo);
