@@ -75,7 +75,7 @@ export class UploadSessions {
     return this.locks.run(uuid, async () => {
       const status = await this.status(name, uuid);
       checkRange(status.size, range);
-      status.size = await this.write(name, uuid, body);
+      status.size = await this.write(name, uuid, body, false);
       return status;
     });
   }
@@ -90,7 +90,7 @@ export class UploadSessions {
     return this.locks.run(uuid, async () => {
       const status = await this.status(name, uuid);
       checkRange(status.size, range);
-      const size = body ? await this.write(name, uuid, body) : status.size;
+      const size = await this.write(name, uuid, body ?? [], true);
       const digest = await this.verify(name, uuid, size, expected);
       await this.moveToBlobs(name, uuid, digest);
       await this.blobs.link(name, digest);
@@ -106,20 +106,25 @@ export class UploadSessions {
     });
   }
 
-  /** streams `body` to the end of the upload's data, hashing as it goes; returns the new size */
-  private async write(name: string, uuid: string, body: AsyncIterable<Buffer>): Promise<number> {
+  /**
+   * Streams `body` to the end of the upload's data, hashing as it goes; returns the new size.
+   * The `last` bytes of an upload are committed (made durable) before they can become a blob; a
+   * client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it.
+   */
+  private async write(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
     let state: HashState | undefined;
+    let received = false;
     try {
       state = await this.hashState(name, uuid, writer.size);
       for await (const chunk of body) {
         await writer.write(chunk);
         state.hash.update(chunk);
       }
+      received = true;
     } finally {
-      // a client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it
       this.hashes.delete(uuid);
-      await writer.close();
+      await (received && last ? writer.commit() : writer.close());
       if (state) this.remember(uuid, { hash: state.hash, offset: writer.size });
     }
     return writer.size;
@@ -165,15 +170,8 @@ export class UploadSessions {
 
   /** verified data becomes the blob; when it is stored already (a concurrent upload won), keep that copy */
   private async moveToBlobs(name: string, uuid: string, digest: Digest): Promise<void> {
-    const data = layout.uploadData(name, uuid);
     if ((await this.blobs.storedSize(digest)) !== undefined) return;
-    try {
-      await this.driver.move(data, layout.blobData(digest));
-    } catch (err) {
-      // an empty upload has no data file: store the empty blob
-      if (!(err instanceof PathNotFoundError)) throw err;
-      await this.driver.putContent(layout.blobData(digest), Buffer.alloc(0));
-    }
+    await this.driver.move(layout.uploadData(name, uuid), layout.blobData(digest));
   }
 
   private async remove(name: string, uuid: string): Promise<void> {

@@ -200,6 +200,14 @@ export function runDriverSuite(
         assert.equal((await driver.getContent('/w/committed')).toString(), 'hello world');
       });
 
+      it('creates the file when appending to a missing path; an empty commit leaves an empty file', async () => {
+        const w = await driver.writer('/w/fresh-append', true);
+        assert.equal(w.size, 0);
+        await w.commit();
+        assert.equal((await driver.stat('/w/fresh-append')).size, 0);
+        assert.equal((await driver.getContent('/w/fresh-append')).length, 0);
+      });
+
       it('truncates an existing file when append is false', async () => {
         await driver.putContent('/w/existing', Buffer.from('old and long content'));
         const w = await driver.writer('/w/existing', false);
