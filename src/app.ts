@@ -29,7 +29,8 @@ export interface App {
   logger: Logger;
   /** starts listening on http.addr (or `address` when given); resolves to the base URL */
   listen(address?: { host: string; port: number }): Promise<string>;
-  close(): Promise<void>;
+  /** stops accepting, lets requests in flight finish for up to `graceMs`, then cuts what is left */
+  close(graceMs?: number): Promise<void>;
 }
 
 export function createDriver(storage: Config['storage']): StorageDriver {
@@ -74,9 +75,18 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
       logger.info({ addr: `${shownHost}:${bound.port}`, storage: driver.name }, 'listening');
       return url;
     },
-    async close() {
+    async close(graceMs = 10_000) {
       stopPurging();
-      await server.close();
+      // Node closes idle keep-alive connections only once, when close() starts: sweep again as
+      // responses finish, so a connection that just became idle does not hold the shutdown
+      const sweep = setInterval(() => server.server.closeIdleConnections(), 100);
+      const cut = setTimeout(() => server.server.closeAllConnections(), graceMs);
+      try {
+        await server.close();
+      } finally {
+        clearInterval(sweep);
+        clearTimeout(cut);
+      }
       await driver.close?.();
     },
   };
