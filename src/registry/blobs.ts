@@ -3,7 +3,7 @@
  * A repository can read a blob only through its own link.
  */
 import type { Readable } from 'node:stream';
-import { PathNotFoundError, type RedirectRequest, type StorageDriver } from '../storage/driver.js';
+import { PathNotFoundError, unlessMissing, type RedirectRequest, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../storage/layout.js';
 import type { Digest } from './digest.js';
 import { RegistryError } from './errors.js';
@@ -26,23 +26,12 @@ export class BlobStore {
 
   /** true when `name` links to the blob (its content need not be checked) */
   async isLinked(name: string, digest: Digest): Promise<boolean> {
-    try {
-      const link = (await this.driver.getContent(layout.layerLink(name, digest))).toString();
-      return link === digest;
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return false;
-      throw err;
-    }
+    return (await unlessMissing(this.driver.getContent(layout.layerLink(name, digest))))?.toString() === digest;
   }
 
   /** size of the stored content, whoever links to it; undefined when it is not stored */
   async storedSize(digest: Digest): Promise<number | undefined> {
-    try {
-      return (await this.driver.stat(layout.blobData(digest))).size;
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return undefined;
-      throw err;
-    }
+    return (await unlessMissing(this.driver.stat(layout.blobData(digest))))?.size;
   }
 
   async open(digest: Digest, offset = 0): Promise<Readable> {

@@ -2,7 +2,7 @@
  * Manifests of a repository: validated on PUT, stored content-addressed under blobs/ (as
  * Distribution does), made visible by a revision link, named by tags, indexed by subject.
  */
-import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../storage/layout.js';
 import type { BlobStore } from './blobs.js';
 import { isDigest, sha256, type Digest } from './digest.js';
@@ -73,41 +73,26 @@ export class ManifestStore {
     const subject = subjectOf(manifest.content);
     await this.driver.delete(layout.manifestRevisionDir(name, digest));
     await this.untagAll(name, digest);
-    if (subject) await deleteIfPresent(this.driver, layout.referrerDir(name, subject, digest));
+    if (subject) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
   }
 
   /** descriptors of the manifests whose subject is `subject`, optionally of one artifactType */
   async referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
     await checkRepository(this.driver, name);
-    let entries: string[];
-    try {
-      entries = await this.driver.list(`${layout.referrersDir(name, subject)}/sha256`);
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return [];
-      throw err;
-    }
+    const entries = (await unlessMissing(this.driver.list(`${layout.referrersDir(name, subject)}/sha256`))) ?? [];
     const descriptors = await Promise.all(
       entries.map(async (dir) => {
-        try {
-          const descriptor = JSON.parse((await this.driver.getContent(`${dir}/descriptor`)).toString()) as Descriptor;
-          // a revision deleted by Distribution on a shared root leaves berth's index entry behind
-          return (await this.hasRevision(name, descriptor.digest)) ? descriptor : undefined;
-        } catch (err) {
-          if (err instanceof PathNotFoundError) return undefined; // deleted meanwhile
-          throw err;
-        }
+        const content = await unlessMissing(this.driver.getContent(`${dir}/descriptor`)); // deleted meanwhile
+        const descriptor = content && (JSON.parse(content.toString()) as Descriptor);
+        // a revision deleted by Distribution on a shared root leaves berth's index entry behind
+        return descriptor && (await this.hasRevision(name, descriptor.digest)) ? descriptor : undefined;
       }),
     );
     return descriptors.filter((d): d is Descriptor => d !== undefined && (artifactType === undefined || d.artifactType === artifactType));
   }
 
   async hasRevision(name: string, digest: Digest): Promise<boolean> {
-    try {
-      return (await this.driver.getContent(layout.manifestRevisionLink(name, digest))).toString() === digest;
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return false;
-      throw err;
-    }
+    return (await readLink(this.driver, layout.manifestRevisionLink(name, digest))) === digest;
   }
 
   /** every blob must be linked in the repository, every child manifest stored in it (4.4) */
@@ -138,17 +123,10 @@ export class ManifestStore {
   }
 
   private async untagAll(name: string, digest: Digest): Promise<void> {
-    let tagDirs: string[];
-    try {
-      tagDirs = await this.driver.list(layout.tagsDir(name));
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return;
-      throw err;
-    }
-    for (const dir of tagDirs) {
+    for (const dir of (await unlessMissing(this.driver.list(layout.tagsDir(name)))) ?? []) {
       const tag = dir.slice(dir.lastIndexOf('/') + 1);
       const current = await readLink(this.driver, layout.tagCurrentLink(name, tag));
-      if (current === digest) await deleteIfPresent(this.driver, dir);
+      if (current === digest) await unlessMissing(this.driver.delete(dir));
     }
   }
 
@@ -166,21 +144,14 @@ export class ManifestStore {
   }
 
   private async readMeta(name: string, digest: Digest): Promise<RevisionMeta | undefined> {
-    try {
-      return JSON.parse((await this.driver.getContent(layout.manifestRevisionMeta(name, digest))).toString()) as RevisionMeta;
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return undefined;
-      throw err;
-    }
+    const content = await unlessMissing(this.driver.getContent(layout.manifestRevisionMeta(name, digest)));
+    return content && (JSON.parse(content.toString()) as RevisionMeta);
   }
 
   private async readContent(digest: Digest, name: string, reference: Reference): Promise<Buffer> {
-    try {
-      return await this.driver.getContent(layout.blobData(digest));
-    } catch (err) {
-      if (err instanceof PathNotFoundError) throw await this.unknown(name, reference);
-      throw err;
-    }
+    const content = await unlessMissing(this.driver.getContent(layout.blobData(digest)));
+    if (!content) throw await this.unknown(name, reference);
+    return content;
   }
 
   /** MANIFEST_UNKNOWN, or NAME_UNKNOWN when the repository itself does not exist */
@@ -214,18 +185,5 @@ function subjectOf(content: Buffer): Digest | undefined {
 }
 
 async function readLink(driver: StorageDriver, path: string): Promise<string | undefined> {
-  try {
-    return (await driver.getContent(path)).toString().trim();
-  } catch (err) {
-    if (err instanceof PathNotFoundError) return undefined;
-    throw err;
-  }
-}
-
-async function deleteIfPresent(driver: StorageDriver, path: string): Promise<void> {
-  try {
-    await driver.delete(path);
-  } catch (err) {
-    if (!(err instanceof PathNotFoundError)) throw err;
-  }
+  return (await unlessMissing(driver.getContent(path)))?.toString().trim();
 }

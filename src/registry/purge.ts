@@ -2,7 +2,7 @@
  * Purging abandoned uploads (storage.maintenance.uploadpurging): every upload whose `startedat`
  * is older than `age` is removed, as Distribution does. Walks only repositories' _uploads folders.
  */
-import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import { PathNotFoundError, unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../storage/layout.js';
 
 export interface PurgeResult {
@@ -43,11 +43,7 @@ export async function purgeUploads(driver: StorageDriver, olderThan: Date, dryRu
 
 /** the upload's start time; undefined for a missing or unreadable file (a broken upload, purged too) */
 async function readStartedAt(driver: StorageDriver, path: string): Promise<Date | undefined> {
-  try {
-    const date = new Date((await driver.getContent(path)).toString().trim());
-    return Number.isNaN(date.getTime()) ? undefined : date;
-  } catch (err) {
-    if (err instanceof PathNotFoundError) return undefined;
-    throw err;
-  }
+  const content = await unlessMissing(driver.getContent(path));
+  const date = new Date(content?.toString().trim() ?? NaN);
+  return Number.isNaN(date.getTime()) ? undefined : date;
 }

@@ -3,17 +3,12 @@
  * Repositories with only blobs, or an upload in progress, are not known yet. The catalog, tag
  * listing and manifest lookups all use this one rule, so every name the catalog lists answers.
  */
-import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../storage/layout.js';
 import { RegistryError } from './errors.js';
 
 export async function isRepository(driver: StorageDriver, name: string): Promise<boolean> {
-  try {
-    return (await driver.stat(layout.manifestsDir(name))).isDir;
-  } catch (err) {
-    if (err instanceof PathNotFoundError) return false;
-    throw err;
-  }
+  return (await unlessMissing(driver.stat(layout.manifestsDir(name))))?.isDir ?? false;
 }
 
 /** 404 NAME_UNKNOWN unless `name` is a repository */

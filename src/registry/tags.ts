@@ -10,7 +10,7 @@
  *   depends on the driver (object stores and the in-memory driver drop empty directories, the
  *   filesystem keeps them); berth gives the same answer on every driver.
  */
-import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../storage/layout.js';
 import { checkRepository } from './repositories.js';
 
@@ -20,13 +20,7 @@ export class TagStore {
   /** the tag names of `name`, sorted by code unit (tags are ASCII and have no '/') */
   async list(name: string): Promise<string[]> {
     await checkRepository(this.driver, name);
-    let paths: string[];
-    try {
-      paths = await this.driver.list(layout.tagsDir(name));
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return [];
-      throw err;
-    }
+    const paths = (await unlessMissing(this.driver.list(layout.tagsDir(name)))) ?? [];
     const tags = paths.map((p) => p.slice(p.lastIndexOf('/') + 1));
     // drivers list sorted already; sort again so the order never depends on one
     return tags.sort(compareCodeUnits);

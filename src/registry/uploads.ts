@@ -5,7 +5,7 @@
  * only as a shortcut and recomputed from the stored bytes after a restart or on another instance.
  */
 import { randomUUID, createHash, type Hash } from 'node:crypto';
-import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import { PathNotFoundError, unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../storage/layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
 import { hasherDigest, newHasher, parseVerifiableDigest, type Digest } from './digest.js';
@@ -176,20 +176,11 @@ export class UploadSessions {
 
   private async remove(name: string, uuid: string): Promise<void> {
     this.hashes.delete(uuid);
-    try {
-      await this.driver.delete(layout.uploadDir(name, uuid));
-    } catch (err) {
-      if (!(err instanceof PathNotFoundError)) throw err;
-    }
+    await unlessMissing(this.driver.delete(layout.uploadDir(name, uuid)));
   }
 
   private async storedSize(name: string, uuid: string): Promise<number> {
-    try {
-      return (await this.driver.stat(layout.uploadData(name, uuid))).size;
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return 0;
-      throw err;
-    }
+    return (await unlessMissing(this.driver.stat(layout.uploadData(name, uuid))))?.size ?? 0;
   }
 }
 

@@ -91,6 +91,16 @@ export function childPath(dir: string, name: string): string {
   return dir === '/' ? `/${name}` : `${dir}/${name}`;
 }
 
+/** the result of `work`, or undefined when the path it touches does not exist (other errors pass) */
+export async function unlessMissing<T>(work: Promise<T>): Promise<T | undefined> {
+  try {
+    return await work;
+  } catch (err) {
+    if (err instanceof PathNotFoundError) return undefined;
+    throw err;
+  }
+}
+
 export class StorageError extends Error {
   constructor(message: string, readonly driver: string, options?: { cause?: unknown }) {
     super(message, options);
