@@ -68,6 +68,7 @@ for (const driver of ['filesystem', 'inmemory'] as const) {
       it(`Range ${header} answers 416 RANGE_INVALID`, async () => {
         const res = await fetch(`${url}/v2/lib/app/blobs/${blob.digest}`, { headers: { range: header } });
         assert.equal(res.status, 416);
+        assert.equal(res.headers.get('content-range'), 'bytes */1000', 'RFC 7233 4.4: the current length');
         assert.deepEqual(await errorCodes(res), ['RANGE_INVALID']);
       });
     }

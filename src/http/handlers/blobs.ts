@@ -32,6 +32,8 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, { blobs, co
 
   const range = parseRange(req.headers.range, size);
   if (range === 'invalid') {
+    // RFC 7233 4.4: a 416 carries the current length, so a client can ask again within it
+    reply.header('content-range', `bytes */${size}`);
     throw new RegistryError('RANGE_INVALID', `range ${JSON.stringify(req.headers.range)} is malformed or outside the blob's ${size} bytes (one range of bytes=<start>-<end> is supported)`, {
       detail: { size },
     });
