@@ -294,6 +294,9 @@ for (const driver of ['filesystem', 'inmemory'] as const) {
       await fetch(location, { method: 'PATCH', body: 'some data' });
       const res = await fetch(location, { method: 'DELETE' });
       assert.equal(res.status, 204);
+      const uuid = new URL(location).pathname.split('/').pop();
+      assert.equal(res.headers.get('registry-upload-uuid'), uuid);
+      assert.equal(res.headers.get('docker-upload-uuid'), uuid);
       for (const method of ['GET', 'PATCH', 'PUT', 'DELETE']) {
         const target = method === 'PUT' ? withDigest(location, sha256('some data')) : location;
         const after = await fetch(target, { method, body: method === 'PATCH' ? 'x' : undefined });

@@ -87,7 +87,8 @@ export const deleteUpload: Handler<UploadRoute> = async (req, reply, route, serv
   checkWritable(services.config);
   await openUpload(req, route, services);
   await services.uploads.cancel(route.name, route.uuid);
-  return reply.code(204).header('content-length', 0).send();
+  // the id of what was cancelled, as on every other upload response (and as the reference does)
+  return reply.code(204).header(UPLOAD_UUID_HEADER, route.uuid).header('content-length', 0).send();
 };
 
 /**
