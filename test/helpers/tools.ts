@@ -26,6 +26,10 @@ const INSTALL_HINTS: Record<string, string> = {
   'ceph-osd': 'apt-get install -y ceph-osd',
   ceph: 'apt-get install -y ceph-common',
   curl: 'apt-get install -y curl',
+  podman: 'apt-get install -y podman',
+  buildah: 'apt-get install -y buildah',
+  containerd: 'apt-get install -y containerd',
+  ctr: 'apt-get install -y containerd',
 };
 
 /** The install command for a tool (falls back to a package of the same name). */
