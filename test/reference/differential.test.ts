@@ -364,6 +364,8 @@ const EVERY_TAG_IN_ANY_ORDER: Matcher = {
   },
 };
 
+const show = (expected: Expected): string => (typeof expected === 'object' ? expected.describe : JSON.stringify(expected));
+
 function matches(expected: Expected, value: string | undefined): boolean {
   return typeof expected === 'object' ? expected.matches(value) : expected === value;
 }
@@ -670,7 +672,8 @@ describe('differential: berth and the reference registry on the same exchanges',
       for (const [field, diff] of Object.entries(fields)) {
         const expected = EXPECTED_DIFFERENCES[id]?.[field as Field];
         if (!expected || !matches(expected.berth, diff.berth) || !matches(expected.reference, diff.reference)) {
-          unexpected.push(`${id} ${field}: berth ${JSON.stringify(diff.berth)}, reference ${JSON.stringify(diff.reference)}`);
+          const listed = expected ? ` (the table expects berth ${show(expected.berth)}, reference ${show(expected.reference)})` : '';
+          unexpected.push(`${id} ${field}: berth ${JSON.stringify(diff.berth)}, reference ${JSON.stringify(diff.reference)}${listed}`);
         }
       }
     }
