@@ -13,6 +13,8 @@
 // The reference's 416 responses announce the blob's Content-Length with a shorter body (see
 // reference-registry.test.ts), so every request goes through node:http, which tolerates that.
 //
+// A second, short script runs against both with deletes disabled (Distribution's default).
+//
 // Setup steps (pushing the blobs a manifest needs) run on both registries but are not compared;
 // exchanges whose outcome differs by design work on repositories of their own, so later steps
 // see the same state on both sides.
@@ -24,7 +26,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { pushBlob } from '../helpers/blobs.js';
-import { buildImage, pushContent, type Image } from '../helpers/images.js';
+import { buildImage, pushContent, pushImageOK, type Image } from '../helpers/images.js';
 import { startReferenceRegistry, type ReferenceRegistry } from '../helpers/reference-registry.js';
 import { assertTool, needTool } from '../helpers/tools.js';
 
@@ -189,6 +191,7 @@ const SCRIPT: (Step | Setup)[] = [
   { id: 'setup-image-blobs', setup: (base) => pushContent(base, 'diff/img', image) },
   { id: 'manifest-put-tag', method: 'PUT', path: '/v2/diff/img/manifests/v1', headers: { 'content-type': image.mediaType }, body: image.body },
   { id: 'manifest-get-tag', method: 'GET', path: '/v2/diff/img/manifests/v1', headers: { accept: image.mediaType }, bodyDigest: true },
+  { id: 'manifest-get-no-accept', method: 'GET', path: '/v2/diff/img/manifests/v1' },
   { id: 'manifest-head-tag', method: 'HEAD', path: '/v2/diff/img/manifests/v1', headers: { accept: image.mediaType } },
   { id: 'manifest-get-digest', method: 'GET', path: `/v2/diff/img/manifests/${image.digest}`, headers: { accept: image.mediaType }, bodyDigest: true },
   { id: 'manifest-get-unknown-tag', method: 'GET', path: '/v2/diff/img/manifests/nope' },
@@ -400,6 +403,7 @@ const D = {
   N_INVALID: "`abc`, `-1`, `1.5`, an empty `n=` or more than the cap are 400 `PAGINATION_NUMBER_INVALID`.",
   LINK_FULL: "The reference also sends one when the last page is exactly full.",
   BLOB_ONLY: "Distribution 2.8 lists repositories by `_layers` in the catalog",
+  NEGOTIATION: "The reference answers 404 `MANIFEST_UNKNOWN` to a GET or HEAD of an OCI manifest whose `Accept` does not name the OCI type.",
   BLOB_DELETE: "**Blob DELETE** answers 202 with `Registry-Content-Digest` (spec 4.7); the reference sends no digest header.",
 } as const;
 
@@ -608,6 +612,14 @@ const EXPECTED_DIFFERENCES: Record<string, Partial<Record<Field, Difference>>> =
   'catalog-blob-only-repository': {
     'body': { berth: "{\"repositories\":[]}", reference: "{\"repositories\":[\"diff/zz-blob-only\"]}", decision: D.BLOB_ONLY },
   },
+  'manifest-get-no-accept': {
+    'status': { berth: '200', reference: '404', decision: D.NEGOTIATION },
+    'codes': { berth: undefined, reference: 'MANIFEST_UNKNOWN', decision: D.NEGOTIATION },
+    'content-digest': { berth: image.digest, reference: undefined, decision: D.NEGOTIATION },
+    'content-type': { berth: image.mediaType, reference: undefined, decision: D.NEGOTIATION },
+    'content-length': { berth: String(image.body.length), reference: undefined, decision: D.NEGOTIATION },
+    'etag': { berth: `"${image.digest}"`, reference: undefined, decision: D.NEGOTIATION },
+  },
   'blob-delete': {
     'content-digest': { berth: BLOB_DIGEST, reference: undefined, decision: D.BLOB_DELETE },
   },
@@ -615,44 +627,84 @@ const EXPECTED_DIFFERENCES: Record<string, Partial<Record<Field, Difference>>> =
 
 // ---------------------------------------------------------------------------------------------
 
+type Found = Record<string, Partial<Record<Field, { berth: string | undefined; reference: string | undefined }>>>;
+
+/** runs `script` step by step on both registries; returns every difference and every missing Docker-* twin */
+async function runScript(script: (Step | Setup)[], berthURL: string, refURL: string): Promise<{ found: Found; twinProblems: string[] }> {
+  const found: Found = {};
+  const twinProblems: string[] = [];
+  const vars: Record<'berth' | 'reference', Vars> = { berth: {}, reference: {} };
+  for (const step of script) {
+    if ('setup' in step) {
+      await step.setup(berthURL);
+      await step.setup(refURL);
+      continue;
+    }
+    const observed: Record<'berth' | 'reference', Observation> = { berth: {}, reference: {} };
+    for (const [side, base] of [['berth', berthURL], ['reference', refURL]] as const) {
+      const path = typeof step.path === 'string' ? step.path : step.path(vars[side]);
+      const res = await send(base, step.method, path, step.headers, step.body);
+      observed[side] = observe(res, side === 'berth' ? 'registry' : 'docker', step);
+      if (step.save && res.headers.location) {
+        const url = new URL(res.headers.location, base);
+        vars[side][step.save] = url.pathname + url.search;
+      }
+      if (side === 'berth') {
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (!name.startsWith('registry-')) continue;
+          const twin = res.headers[`docker-${name.slice('registry-'.length)}`];
+          if (String(twin) !== String(value)) twinProblems.push(`${step.id}: ${name}: ${String(value)} but docker-${name.slice(9)}: ${String(twin)}`);
+        }
+      }
+    }
+    for (const field of FIELDS) {
+      const [b, r] = [observed.berth[field], observed.reference[field]];
+      if (b !== r) (found[step.id] ??= {})[field] = { berth: b, reference: r };
+    }
+  }
+  return { found, twinProblems };
+}
+
+/** fails on a difference the table does not list, and on a listed one that did not happen */
+function assertDifferences(found: Found, table: Record<string, Partial<Record<Field, Difference>>>): void {
+  // BERTH_DIFF_DUMP=<file> writes every difference found, to help update the table
+  if (process.env.BERTH_DIFF_DUMP) writeFileSync(process.env.BERTH_DIFF_DUMP, JSON.stringify(found, null, 2));
+  const unexpected: string[] = [];
+  const stale: string[] = [];
+  for (const [id, fields] of Object.entries(found)) {
+    for (const [field, diff] of Object.entries(fields)) {
+      const expected = table[id]?.[field as Field];
+      if (!expected || !matches(expected.berth, diff.berth) || !matches(expected.reference, diff.reference)) {
+        const listed = expected ? ` (the table expects berth ${show(expected.berth)}, reference ${show(expected.reference)})` : '';
+        unexpected.push(`${id} ${field}: berth ${JSON.stringify(diff.berth)}, reference ${JSON.stringify(diff.reference)}${listed}`);
+      }
+    }
+  }
+  for (const [id, fields] of Object.entries(table)) {
+    for (const [field, expected] of Object.entries(fields)) if (!expected.maybe && !found[id]?.[field as Field]) stale.push(`${id} ${field}`);
+  }
+  assert.deepEqual(unexpected, [], 'differences not in the table of expected differences (a bug, or a decision to record)');
+  assert.deepEqual(stale, [], 'expected differences that no longer happen');
+}
+
+function assertQuotesDecisions(table: Record<string, Partial<Record<Field, Difference>>>): void {
+  const missingQuotes = Object.entries(table).flatMap(([id, fields]) =>
+    Object.entries(fields)
+      .filter(([, d]) => !DECISIONS.includes(d.decision))
+      .map(([field, d]) => `${id} ${field}: "${d.decision}"`),
+  );
+  assert.deepEqual(missingQuotes, []);
+}
+
 describe('differential: berth and the reference registry on the same exchanges', needTool('docker-registry', 'the differential test'), () => {
   let berth: TestRegistry;
   let ref: ReferenceRegistry;
-  const found: Record<string, Partial<Record<Field, { berth: string | undefined; reference: string | undefined }>>> = {};
-  const twinProblems: string[] = [];
+  let result: { found: Found; twinProblems: string[] };
 
   before(async () => {
     assertTool('docker-registry', 'the differential test');
     [berth, ref] = await Promise.all([startBerth(), startReferenceRegistry({ deleteEnabled: true, config: { log: { level: 'error' } } })]);
-    const vars: Record<'berth' | 'reference', Vars> = { berth: {}, reference: {} };
-    for (const step of SCRIPT) {
-      if ('setup' in step) {
-        await step.setup(berth.url);
-        await step.setup(ref.url);
-        continue;
-      }
-      const observed: Record<'berth' | 'reference', Observation> = { berth: {}, reference: {} };
-      for (const [side, base] of [['berth', berth.url], ['reference', ref.url]] as const) {
-        const path = typeof step.path === 'string' ? step.path : step.path(vars[side]);
-        const res = await send(base, step.method, path, step.headers, step.body);
-        observed[side] = observe(res, side === 'berth' ? 'registry' : 'docker', step);
-        if (step.save && res.headers.location) {
-          const url = new URL(res.headers.location, base);
-          vars[side][step.save] = url.pathname + url.search;
-        }
-        if (side === 'berth') {
-          for (const [name, value] of Object.entries(res.headers)) {
-            if (!name.startsWith('registry-')) continue;
-            const twin = res.headers[`docker-${name.slice('registry-'.length)}`];
-            if (String(twin) !== String(value)) twinProblems.push(`${step.id}: ${name}: ${String(value)} but docker-${name.slice(9)}: ${String(twin)}`);
-          }
-        }
-      }
-      for (const field of FIELDS) {
-        const [b, r] = [observed.berth[field], observed.reference[field]];
-        if (b !== r) (found[step.id] ??= {})[field] = { berth: b, reference: r };
-      }
-    }
+    result = await runScript(SCRIPT, berth.url, ref.url);
   });
   after(async () => {
     await berth?.stop();
@@ -660,37 +712,15 @@ describe('differential: berth and the reference registry on the same exchanges',
   });
 
   it('every Registry-* header of berth has its Docker-* twin with the same value', () => {
-    assert.deepEqual(twinProblems, []);
+    assert.deepEqual(result.twinProblems, []);
   });
 
   it('berth differs from the reference only where EXPECTED_DIFFERENCES says, and there it does', () => {
-    // BERTH_DIFF_DUMP=<file> writes every difference found, to help update the table
-    if (process.env.BERTH_DIFF_DUMP) writeFileSync(process.env.BERTH_DIFF_DUMP, JSON.stringify(found, null, 2));
-    const unexpected: string[] = [];
-    const stale: string[] = [];
-    for (const [id, fields] of Object.entries(found)) {
-      for (const [field, diff] of Object.entries(fields)) {
-        const expected = EXPECTED_DIFFERENCES[id]?.[field as Field];
-        if (!expected || !matches(expected.berth, diff.berth) || !matches(expected.reference, diff.reference)) {
-          const listed = expected ? ` (the table expects berth ${show(expected.berth)}, reference ${show(expected.reference)})` : '';
-          unexpected.push(`${id} ${field}: berth ${JSON.stringify(diff.berth)}, reference ${JSON.stringify(diff.reference)}${listed}`);
-        }
-      }
-    }
-    for (const [id, fields] of Object.entries(EXPECTED_DIFFERENCES)) {
-      for (const [field, expected] of Object.entries(fields)) if (!expected.maybe && !found[id]?.[field as Field]) stale.push(`${id} ${field}`);
-    }
-    assert.deepEqual(unexpected, [], 'differences not in EXPECTED_DIFFERENCES (a bug, or a decision to record)');
-    assert.deepEqual(stale, [], 'EXPECTED_DIFFERENCES entries that no longer happen');
+    assertDifferences(result.found, EXPECTED_DIFFERENCES);
   });
 
   it('every expected difference quotes docs/decisions.md', () => {
-    const missingQuotes = Object.entries(EXPECTED_DIFFERENCES).flatMap(([id, fields]) =>
-      Object.entries(fields)
-        .filter(([, d]) => !DECISIONS.includes(d.decision))
-        .map(([field, d]) => `${id} ${field}: "${d.decision}"`),
-    );
-    assert.deepEqual(missingQuotes, []);
+    assertQuotesDecisions(EXPECTED_DIFFERENCES);
   });
 
   it('the script covers every endpoint of the spec', () => {
@@ -698,6 +728,50 @@ describe('differential: berth and the reference registry on the same exchanges',
     const covered = new Set(steps.map((s) => `${s.method} ${endpointOf(typeof s.path === 'string' ? s.path : s.path(new Proxy({}, { get: () => '/v2/x/blobs/uploads/u' })))}`));
     const endpoints = ['GET base', 'GET tags', 'GET manifest', 'HEAD manifest', 'PUT manifest', 'DELETE manifest', 'GET blob', 'HEAD blob', 'DELETE blob', 'POST uploads', 'GET upload', 'PATCH upload', 'PUT upload', 'DELETE upload', 'GET catalog'];
     assert.deepEqual(endpoints.filter((e) => !covered.has(e)), []);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The same comparison with deletes disabled (Distribution's default, storage.delete.enabled false)
+
+const NODELETE_SCRIPT: (Step | Setup)[] = [
+  { id: 'setup-image', setup: (base) => pushImageOK(base, 'nodel/img', image, 'v1').then(() => undefined) },
+  { id: 'nodelete-blob', method: 'DELETE', path: `/v2/nodel/img/blobs/${image.blobs[1].digest}` },
+  { id: 'nodelete-blob-unknown', method: 'DELETE', path: `/v2/nodel/img/blobs/${UNKNOWN_DIGEST}` },
+  { id: 'nodelete-manifest', method: 'DELETE', path: `/v2/nodel/img/manifests/${image.digest}` },
+  { id: 'nodelete-manifest-by-tag', method: 'DELETE', path: '/v2/nodel/img/manifests/v1' },
+  { id: 'nodelete-blob-still-there', method: 'HEAD', path: `/v2/nodel/img/blobs/${image.blobs[1].digest}` },
+  { id: 'nodelete-manifest-still-there', method: 'HEAD', path: `/v2/nodel/img/manifests/${image.digest}`, headers: { accept: image.mediaType } },
+  { id: 'nodelete-upload-start', method: 'POST', path: '/v2/nodel/img/blobs/uploads/', save: 'u' },
+  { id: 'nodelete-upload-cancel', method: 'DELETE', path: (v) => v.u },
+  { id: 'nodelete-push-still-works', method: 'PUT', path: '/v2/nodel/img/manifests/v2', headers: { 'content-type': image.mediaType }, body: image.body },
+];
+
+const NODELETE_EXPECTED_DIFFERENCES: Record<string, Partial<Record<Field, Difference>>> = {
+  'nodelete-upload-cancel': {
+    'content-length': { berth: '0', reference: undefined, decision: D.NO_CONTENT },
+  },
+};
+
+describe('differential with deletes disabled', needTool('docker-registry', 'the differential test'), () => {
+  let berth: TestRegistry;
+  let ref: ReferenceRegistry;
+  let result: { found: Found; twinProblems: string[] };
+
+  before(async () => {
+    assertTool('docker-registry', 'the differential test');
+    [berth, ref] = await Promise.all([startBerth({ storage: { delete: { enabled: false } } }), startReferenceRegistry({ deleteEnabled: false, config: { log: { level: 'error' } } })]);
+    result = await runScript(NODELETE_SCRIPT, berth.url, ref.url);
+  });
+  after(async () => {
+    await berth?.stop();
+    await ref?.stop();
+  });
+
+  it('berth differs only where NODELETE_EXPECTED_DIFFERENCES says; every Docker-* twin is there', () => {
+    assert.deepEqual(result.twinProblems, []);
+    assertDifferences(result.found, NODELETE_EXPECTED_DIFFERENCES);
+    assertQuotesDecisions(NODELETE_EXPECTED_DIFFERENCES);
   });
 });
 
