@@ -16,9 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
-import { pushBlob } from '../helpers/blobs.js';
-import { blobPath, buildClientImage, type ClientImage } from '../helpers/client-images.js';
-import { putManifest } from '../helpers/images.js';
+import { blobPath, buildClientImage, pushClientImage, type ClientImage } from '../helpers/client-images.js';
 import { killPid, spawnLogged, type LoggedProcess } from '../helpers/processes.js';
 import { assertTool, needTools } from '../helpers/tools.js';
 
@@ -37,20 +35,6 @@ async function contentOf(image: ClientImage): Promise<Map<string, { bytes: Buffe
   for (const m of image.manifests) out.set(m.digest, { bytes: m.bytes, manifest: true });
   for (const digest of image.blobs.keys()) out.set(digest, { bytes: await readFile(blobPath(image, digest)), manifest: false });
   return out;
-}
-
-/** pushes an image built on disk over plain HTTP: blobs, instances by digest, then the top manifest by tag */
-async function pushClientImage(base: string, repo: string, image: ClientImage, tag: string): Promise<void> {
-  for (const digest of image.blobs.keys()) {
-    const res = await pushBlob(base, repo, Buffer.from(await readFile(blobPath(image, digest))), digest);
-    assert.equal(res.status, 201, await res.text());
-  }
-  const put = async (reference: string, bytes: Buffer, type: string) => {
-    const res = await putManifest(base, repo, reference, Buffer.from(bytes), type);
-    assert.equal(res.status, 201, await res.text());
-  };
-  for (const m of image.manifests) if (m.digest !== image.digest) await put(m.digest, m.bytes, m.mediaType);
-  await put(tag, image.bytes, image.mediaType);
 }
 
 describe('containerd (ctr) against berth', needTools(['containerd', 'ctr'], 'the containerd end-to-end test'), () => {

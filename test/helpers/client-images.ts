@@ -14,11 +14,13 @@
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip, gzipSync } from 'node:zlib';
+import { pushBlob } from './blobs.js';
+import { putManifest } from './images.js';
 
 export const MiB = 1024 * 1024;
 
@@ -232,4 +234,18 @@ export async function listFiles(dir: string): Promise<string[]> {
     .filter((e) => e.isFile())
     .map((e) => join(e.parentPath ?? e.path, e.name).slice(dir.length + 1))
     .sort();
+}
+
+/** pushes an image built on disk over plain HTTP (small images: blobs are read whole): blobs, instances by digest, then the top manifest by tag */
+export async function pushClientImage(base: string, repo: string, image: ClientImage, tag: string): Promise<void> {
+  for (const digest of image.blobs.keys()) {
+    const res = await pushBlob(base, repo, Buffer.from(await readFile(blobPath(image, digest))), digest);
+    if (res.status !== 201) throw new Error(`pushing ${digest} to ${repo}: ${res.status} ${await res.text()}`);
+  }
+  const put = async (reference: string, bytes: Buffer, type: string) => {
+    const res = await putManifest(base, repo, reference, Buffer.from(bytes), type);
+    if (res.status !== 201) throw new Error(`pushing manifest ${repo}:${reference}: ${res.status} ${await res.text()}`);
+  };
+  for (const m of image.manifests) if (m.digest !== image.digest) await put(m.digest, m.bytes, m.mediaType);
+  await put(tag, image.bytes, image.mediaType);
 }

@@ -30,6 +30,8 @@ const INSTALL_HINTS: Record<string, string> = {
   buildah: 'apt-get install -y buildah',
   containerd: 'apt-get install -y containerd',
   ctr: 'apt-get install -y containerd',
+  dockerd: 'apt-get install -y docker.io',
+  docker: 'apt-get install -y docker.io',
 };
 
 /** The install command for a tool (falls back to a package of the same name). */
