@@ -16,11 +16,12 @@ const startUpload = async (url: string, name: string) => {
 
 describe('upload purging', () => {
   it('an upload older than the purge age answers 404 BLOB_UPLOAD_UNKNOWN and its data is removed', async () => {
-    const registry = await startBerth({ storage: { maintenance: { uploadpurging: { age: '300ms', interval: '1h' } } } });
+    // the age leaves room for a loaded machine between POST and PATCH (300 ms did not, once)
+    const registry = await startBerth({ storage: { maintenance: { uploadpurging: { age: '1500ms', interval: '1h' } } } });
     try {
       const location = await startUpload(registry.url, 'old/upload');
       assert.equal((await fetch(location, { method: 'PATCH', body: 'abc' })).status, 202);
-      await sleep(400);
+      await sleep(1600);
       const res = await fetch(location);
       assert.equal(res.status, 404);
       assert.deepEqual(await errorCodes(res), ['BLOB_UPLOAD_UNKNOWN']);
