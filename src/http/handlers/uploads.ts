@@ -50,7 +50,7 @@ export const patchUpload: Handler<UploadRoute> = async (req, reply, route, servi
   const upload = await openUpload(req, route, services);
   const range = chunkRange(req);
   if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
-  const body = bodyStream(req) ?? emptyBody();
+  const body = bodyStream(req) ?? [];
   try {
     const updated = await services.uploads.append(route.name, route.uuid, body, range);
     return sendUploadStatus(req, reply, services, updated, 202);
@@ -124,8 +124,6 @@ function chunkRange(req: FastifyRequest): ChunkRange | undefined | 'invalid' {
   }
   return range;
 }
-
-async function* emptyBody(): AsyncGenerator<Buffer> {}
 
 function uploadLocation(req: FastifyRequest, services: Services, upload: UploadStatus): string {
   const state = services.uploadState.pack({ name: upload.name, uuid: upload.uuid, offset: upload.size, startedAt: upload.startedAt.toISOString() });
