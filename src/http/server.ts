@@ -31,6 +31,11 @@ const HANDLERS: HandlerTable = {
   referrers: { GET: getReferrers },
 };
 
+/** the route kind each request matched, for the request metrics */
+const routeKinds = new WeakMap<FastifyRequest, string>();
+/** the socket's byte counters when the request started (requests on one connection are sequential) */
+const socketStart = new WeakMap<FastifyRequest, { read: number; written: number }>();
+
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -61,6 +66,18 @@ export function buildServer(services: Services, logger: FastifyBaseLogger): Fast
     addDockerTwins(reply);
     return payload;
   });
+  const metrics = services.requestMetrics;
+  if (metrics) {
+    app.addHook('onRequest', async (req) => {
+      const socket = req.raw.socket;
+      socketStart.set(req, { read: socket.bytesRead, written: socket.bytesWritten });
+    });
+    app.addHook('onResponse', async (req, reply) => {
+      const socket = req.raw.socket;
+      const start = socketStart.get(req) ?? { read: 0, written: 0 };
+      metrics.observeRequest(req.method, routeKinds.get(req) ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000, socket.bytesRead - start.read, socket.bytesWritten - start.written);
+    });
+  }
   if (!config.log.accesslog.disabled) {
     app.addHook('onResponse', async (req, reply) => {
       req.log.info(
@@ -90,6 +107,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
   const rawPath = req.url.split('?')[0];
   const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
   const route = matchRoute(path);
+  if (route) routeKinds.set(req, route.kind);
   if (!route) {
     throw new RegistryError('NOT_FOUND', `no route for ${req.method} ${rawPath}: the registry API lives under ${prefix}/v2/`);
   }
