@@ -27,7 +27,7 @@ export class Metrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     });
-    this.bytesIn = new Counter({ name: `${NS}_http_in_bytes_total`, help: 'request body bytes received on the wire (chunked framing included)', labelNames: ['method', 'route'], registers });
+    this.bytesIn = new Counter({ name: `${NS}_http_in_bytes_total`, help: 'request bytes received on the wire (request line, headers and body)', labelNames: ['method', 'route'], registers });
     this.bytesOut = new Counter({ name: `${NS}_http_out_bytes_total`, help: 'response bytes sent on the wire (status line, headers and body)', labelNames: ['method', 'route'], registers });
     this.storage = new Histogram({
       name: `${NS}_storage_operation_duration_seconds`,

@@ -4,6 +4,7 @@
  * per request, and the Docker-* twin of every Registry-* header.
  */
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RegistryError } from '../registry/errors.js';
 import type { Handler, Services } from './context.js';
@@ -33,8 +34,11 @@ const HANDLERS: HandlerTable = {
 
 /** the route kind each request matched, for the request metrics */
 const routeKinds = new WeakMap<FastifyRequest, string>();
-/** the socket's byte counters when the request started (requests on one connection are sequential) */
-const socketStart = new WeakMap<FastifyRequest, { read: number; written: number }>();
+/**
+ * Each connection's byte counters when its previous response finished: requests on one connection
+ * are sequential, so the difference at the next response is that exchange's bytes on the wire.
+ */
+const socketMarks = new WeakMap<Socket, { read: number; written: number }>();
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -68,14 +72,12 @@ export function buildServer(services: Services, logger: FastifyBaseLogger): Fast
   });
   const metrics = services.requestMetrics;
   if (metrics) {
-    app.addHook('onRequest', async (req) => {
-      const socket = req.raw.socket;
-      socketStart.set(req, { read: socket.bytesRead, written: socket.bytesWritten });
-    });
     app.addHook('onResponse', async (req, reply) => {
       const socket = req.raw.socket;
-      const start = socketStart.get(req) ?? { read: 0, written: 0 };
-      metrics.observeRequest(req.method, routeKinds.get(req) ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000, socket.bytesRead - start.read, socket.bytesWritten - start.written);
+      const last = socketMarks.get(socket) ?? { read: 0, written: 0 };
+      const now = { read: socket.bytesRead, written: socket.bytesWritten };
+      socketMarks.set(socket, now);
+      metrics.observeRequest(req.method, routeKinds.get(req) ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000, now.read - last.read, now.written - last.written);
     });
   }
   if (!config.log.accesslog.disabled) {
