@@ -149,6 +149,8 @@ http:
     assert.deepEqual({ timeout: a.timeout, threshold: a.threshold, backoff: a.backoff, disabled: a.disabled, headers: a.headers, queuelimit: a.queuelimit }, { timeout: 1000, threshold: 10, backoff: 1000, disabled: false, headers: {}, queuelimit: undefined });
     assert.deepEqual({ timeout: b.timeout, threshold: b.threshold, backoff: b.backoff, disabled: b.disabled, queuelimit: b.queuelimit }, { timeout: 500, threshold: 3, backoff: 2000, disabled: true, queuelimit: 10 });
     assert.deepEqual(b.ignore, { actions: ['pull'], mediatypes: ['application/octet-stream'] });
+    const masked = maskSecrets(config) as typeof config;
+    assert.deepEqual(masked.notifications.endpoints[1].headers, { Authorization: ['********'] }, 'endpoint header values are masked in config check');
     const none = validateConfig({ version: '0.1', storage: { inmemory: {} } }, 't');
     assert.deepEqual(none.notifications, { events: { includereferences: false }, endpoints: [] });
     assert.equal(none.http.draintimeout, 10_000);
