@@ -119,6 +119,18 @@ export class Endpoint {
   }
 
   private async run(): Promise<void> {
+    try {
+      await this.loop();
+    } catch (err) {
+      // unreachable by design (delivery errors are outcomes); never let the sender die silently
+      this.logger.error({ err, endpoint: this.config.name }, `notification endpoint ${this.config.name}: sender stopped by an unexpected error`);
+      this.queue.unshift(...this.inflight);
+      this.inflight = [];
+      this.running = undefined; // the next event starts a new sender
+    }
+  }
+
+  private async loop(): Promise<void> {
     const { signal } = this.stopper;
     while (!signal.aborted) {
       if (this.queue.length === 0) {
@@ -225,7 +237,10 @@ export class Endpoint {
     // the endpoint's own agent only for its own origin; a redirect elsewhere gets a one-off connection
     const sameOrigin = url.origin === new URL(this.config.url).origin;
     return new Promise((resolve, reject) => {
-      const req = send(url, { method, headers, signal, agent: sameOrigin ? this.agent : undefined }, resolve);
+      const req = send(url, { method, headers, signal, agent: sameOrigin ? this.agent : undefined }, (res) => {
+        res.on('error', () => undefined); // an abort mid-answer is reported through `signal`, never as an unhandled error
+        resolve(res);
+      });
       req.on('error', reject);
       req.end(body);
     });
