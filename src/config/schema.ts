@@ -144,7 +144,7 @@ const endpoint = z.strictObject({
   url: httpURL,
   headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'expected an HTTP header name'), z.array(z.string())).default({}),
   timeout: duration.prefault('1s'),
-  threshold: int(1).default(10),
+  threshold: int(0).default(10),
   backoff: duration.prefault('1s'),
   ignoredmediatypes: z.array(z.string()).default([]),
   ignore: z

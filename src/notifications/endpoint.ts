@@ -151,7 +151,7 @@ export class Endpoint {
     const body = Buffer.from(JSON.stringify({ events }));
     const { signal } = this.stopper;
     while (!signal.aborted) {
-      if (this.consecutiveFailures >= this.config.threshold) {
+      if (this.consecutiveFailures > 0 && this.consecutiveFailures >= this.config.threshold) {
         this.logger.warn(
           { endpoint: this.config.name, url: this.config.url, failures: this.consecutiveFailures, backoff: `${this.config.backoff}ms` },
           `notification endpoint ${this.config.name}: ${this.consecutiveFailures} consecutive failures, backing off ${this.config.backoff}ms before retrying`,

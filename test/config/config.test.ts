@@ -163,7 +163,7 @@ http:
         {
           version: '0.1',
           storage: { inmemory: {} },
-          notifications: { endpoints: [{ name: 'a', url: 'ftp://x', timeout: 'soon', threshold: 0, ignore: { actions: ['copy'] } }, { name: 'a', url: 'http://x' }, { url: 'http://y', bogus: 1 }] },
+          notifications: { endpoints: [{ name: 'a', url: 'ftp://x', timeout: 'soon', threshold: -1, ignore: { actions: ['copy'] } }, { name: 'a', url: 'http://x' }, { url: 'http://y', bogus: 1 }] },
         },
         't',
       ),
