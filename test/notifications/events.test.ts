@@ -220,3 +220,37 @@ describe('event URLs and references', () => {
     }
   });
 });
+
+describe('a hanging endpoint and registry requests', () => {
+  it('never delays pushes and pulls', async () => {
+    const rx = await startReceiver(() => ({ hang: true }));
+    const registry = await startBerth({
+      http: { draintimeout: '100ms' },
+      notifications: { endpoints: [{ name: 'hangs', url: rx.url, timeout: '30s' }] },
+    });
+    try {
+      const blob = randomBlob(2048);
+      // each request must complete while the endpoint holds the first envelope (timeout 30 s)
+      const bounded = { signal: AbortSignal.timeout(10_000) };
+      for (let i = 0; i < 3; i++) {
+        const start = await fetch(`${registry.url}/v2/hang/repo/blobs/uploads/?digest=${i === 0 ? blob.digest : sha256(String(i))}`, {
+          method: 'POST',
+          body: i === 0 ? blob.data : Buffer.from(String(i)),
+          headers: { 'content-type': 'application/octet-stream' },
+          ...bounded,
+        });
+        assert.equal(start.status, 201);
+      }
+      const got = await fetch(`${registry.url}/v2/hang/repo/blobs/${blob.digest}`, bounded);
+      assert.equal(got.status, 200);
+      assert.equal(Buffer.from(await got.arrayBuffer()).length, 2048);
+      const [hangs] = registry.app.notifier.snapshot();
+      assert.equal(hangs.Metrics.Events, 4);
+      assert.equal(hangs.Metrics.Successes, 0);
+      assert.equal(hangs.Metrics.Pending, 4);
+    } finally {
+      await registry.stop();
+      await rx.close();
+    }
+  });
+});
