@@ -10,7 +10,11 @@ import type { Config } from './config/schema.js';
 import { buildServer } from './http/server.js';
 import { UploadStateSigner } from './http/upload-state.js';
 import { URLBuilder } from './http/urls.js';
+import { InstrumentedDriver } from './debug/instrumented-driver.js';
+import { Metrics } from './debug/prometheus.js';
+import { startDebugServer, type DebugServer } from './debug/server.js';
 import { createLogger } from './log.js';
+import { Notifier } from './notifications/notifier.js';
 import { BlobStore } from './registry/blobs.js';
 import { Catalog } from './registry/catalog.js';
 import { TagStore } from './registry/tags.js';
@@ -27,9 +31,18 @@ export interface App {
   driver: StorageDriver;
   server: FastifyInstance;
   logger: Logger;
+  /** the notification endpoints and their queues */
+  notifier: Notifier;
+  /** Prometheus metrics, when http.debug.prometheus.enabled */
+  metrics?: Metrics;
+  /** the debug listener's base URL once listening (http.debug.addr) */
+  debugURL?: string;
   /** starts listening on http.addr (or `address` when given); resolves to the base URL */
   listen(address?: { host: string; port: number }): Promise<string>;
-  /** stops accepting, lets requests in flight finish for up to `graceMs`, then cuts what is left */
+  /**
+   * Stops accepting, lets requests in flight finish for up to `graceMs` (default http.draintimeout)
+   * and cuts what is left, then gives queued notification events up to `graceMs` to be delivered.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -41,7 +54,11 @@ export function createDriver(storage: Config['storage']): StorageDriver {
 
 export function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver } = {}): App {
   const logger = options.logger ?? createLogger(config.log);
-  const driver = options.driver ?? createDriver(config.storage);
+  const metrics = config.http.debug?.prometheus.enabled ? new Metrics() : undefined;
+  const baseDriver = options.driver ?? createDriver(config.storage);
+  const driver = metrics ? new InstrumentedDriver(baseDriver, metrics) : baseDriver;
+  const notifier = new Notifier(config.notifications, logger);
+  metrics?.watchNotifications(notifier);
   const blobs = new BlobStore(driver);
   const uploads = new UploadSessions(driver, blobs);
   const manifests = new ManifestStore(driver, blobs, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
@@ -56,16 +73,22 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
       catalog: new Catalog(driver),
       uploadState: new UploadStateSigner(secret),
       urls: new URLBuilder({ host: config.http.host, prefix: config.http.prefix ?? '/', relative: config.http.relativeurls }),
+      events: notifier,
+      requestMetrics: metrics,
     },
     logger,
   );
   const stopPurging = schedulePurging(config, driver, logger);
 
-  return {
+  let debugServer: DebugServer | undefined;
+
+  const app: App = {
     config,
     driver,
     server,
     logger,
+    notifier,
+    metrics,
     async listen(address) {
       const { host, port } = address ?? parseAddr(config.http.addr);
       await server.listen({ host, port });
@@ -73,9 +96,20 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
       const shownHost = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
       const url = `http://${shownHost}:${bound.port}`;
       logger.info({ addr: `${shownHost}:${bound.port}`, storage: driver.name }, 'listening');
+      notifier.setListenPort(bound.port);
+      const debug = config.http.debug;
+      if (debug) {
+        debugServer = await startDebugServer(parseAddr(debug.addr), {
+          driver,
+          notifier,
+          metrics: metrics && { instance: metrics, path: debug.prometheus.path },
+          logger,
+        });
+        app.debugURL = debugServer.url;
+      }
       return url;
     },
-    async close(graceMs = 10_000) {
+    async close(graceMs = config.http.draintimeout) {
       stopPurging();
       // Node closes idle keep-alive connections only once, when close() starts: sweep again as
       // responses finish, so a connection that just became idle does not hold the shutdown
@@ -87,9 +121,13 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
         clearInterval(sweep);
         clearTimeout(cut);
       }
+      // no request can emit any more: what is queued gets up to graceMs to be delivered
+      await notifier.close(graceMs);
+      await debugServer?.close();
       await driver.close?.();
     },
   };
+  return app;
 }
 
 /** validation.manifests.urls as regular expressions (checked at start-up by the schema) */

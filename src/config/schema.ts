@@ -107,7 +107,67 @@ const http = z
     secret: z.string().min(1).optional(),
     relativeurls: bool.default(false),
     headers: z.record(z.string(), z.array(z.string())).default({}),
-    debug: notYet('the debug listener (http.debug)'),
+    /** how long a shutdown (SIGTERM) waits for requests in flight, then for queued events */
+    draintimeout: duration.prefault('10s'),
+    debug: z
+      .strictObject({
+        addr: listenAddress,
+        prometheus: z
+          .strictObject({
+            enabled: bool.default(false),
+            path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, 'expected a path such as "/metrics"').default('/metrics'),
+          })
+          .prefault({}),
+      })
+      .optional(),
+  })
+  .prefault({});
+
+/** an HTTP(S) URL (the schema of a notification endpoint's `url`) */
+const httpURL = z.string().refine(
+  (text) => {
+    try {
+      const url = new URL(text);
+      return url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  },
+  { message: 'expected an http:// or https:// URL' },
+);
+
+const ACTIONS = ['push', 'pull', 'mount', 'delete'] as const;
+
+const endpoint = z.strictObject({
+  name: z.string().min(1),
+  disabled: bool.default(false),
+  url: httpURL,
+  headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'expected an HTTP header name'), z.array(z.string())).default({}),
+  timeout: duration.prefault('1s'),
+  threshold: int(0).default(10),
+  backoff: duration.prefault('1s'),
+  ignoredmediatypes: z.array(z.string()).default([]),
+  ignore: z
+    .strictObject({
+      mediatypes: z.array(z.string()).default([]),
+      actions: z.array(z.enum(ACTIONS)).default([]),
+    })
+    .prefault({}),
+  /** most events held for this endpoint; the oldest beyond it are dropped. Unset: unbounded */
+  queuelimit: int(1).optional(),
+});
+
+const notifications = z
+  .strictObject({
+    events: z.strictObject({ includereferences: bool.default(false) }).prefault({}),
+    endpoints: z.array(endpoint).default([]),
+  })
+  .superRefine((value, ctx) => {
+    const seen = new Set<string>();
+    value.endpoints.forEach((e, i) => {
+      if (seen.has(e.name)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'name'], message: `endpoint name ${JSON.stringify(e.name)} is used twice` });
+      seen.add(e.name);
+    });
   })
   .prefault({});
 
@@ -133,6 +193,7 @@ export const configSchema = z.strictObject({
   http,
   validation,
   catalog,
+  notifications,
 });
 
 export type Config = z.output<typeof configSchema>;

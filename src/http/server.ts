@@ -4,6 +4,7 @@
  * per request, and the Docker-* twin of every Registry-* header.
  */
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RegistryError } from '../registry/errors.js';
 import type { Handler, Services } from './context.js';
@@ -30,6 +31,14 @@ const HANDLERS: HandlerTable = {
   catalog: { GET: getCatalog },
   referrers: { GET: getReferrers },
 };
+
+/** the route kind each request matched, for the request metrics */
+const routeKinds = new WeakMap<FastifyRequest, string>();
+/**
+ * Each connection's byte counters when its previous response finished: requests on one connection
+ * are sequential, so the difference at the next response is that exchange's bytes on the wire.
+ */
+const socketMarks = new WeakMap<Socket, { read: number; written: number }>();
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -61,6 +70,16 @@ export function buildServer(services: Services, logger: FastifyBaseLogger): Fast
     addDockerTwins(reply);
     return payload;
   });
+  const metrics = services.requestMetrics;
+  if (metrics) {
+    app.addHook('onResponse', async (req, reply) => {
+      const socket = req.raw.socket;
+      const last = socketMarks.get(socket) ?? { read: 0, written: 0 };
+      const now = { read: socket.bytesRead, written: socket.bytesWritten };
+      socketMarks.set(socket, now);
+      metrics.observeRequest(req.method, routeKinds.get(req) ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000, now.read - last.read, now.written - last.written);
+    });
+  }
   if (!config.log.accesslog.disabled) {
     app.addHook('onResponse', async (req, reply) => {
       req.log.info(
@@ -90,6 +109,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
   const rawPath = req.url.split('?')[0];
   const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
   const route = matchRoute(path);
+  if (route) routeKinds.set(req, route.kind);
   if (!route) {
     throw new RegistryError('NOT_FOUND', `no route for ${req.method} ${rawPath}: the registry API lives under ${prefix}/v2/`);
   }

@@ -9,6 +9,7 @@ import { isRepositoryName } from '../../registry/names.js';
 import { UploadRangeError, uploadUnknown, type ChunkRange, type UploadStatus } from '../../registry/uploads.js';
 import { bodyStream, contentLength, queryValue, queryValues } from '../body.js';
 import type { Handler, Services } from '../context.js';
+import { blobEvent } from '../events.js';
 import { parseContentRange } from '../ranges.js';
 import type { Route } from '../routes.js';
 import { CONTENT_DIGEST_HEADER, UPLOAD_UUID_HEADER } from '../wire-names.js';
@@ -24,7 +25,10 @@ export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, se
   const from = queryValue(req, 'from');
   if (mount !== undefined && from !== undefined && isDigest(mount) && isRepositoryName(from)) {
     const mounted = await services.blobs.mount(from, name, mount);
-    if (mounted) return sendBlobCreated(req, reply, services, name, mounted.digest);
+    if (mounted) {
+      blobEvent(req, services, 'mount', { name, digest: mounted.digest, size: mounted.size, from });
+      return sendBlobCreated(req, reply, services, name, mounted.digest);
+    }
   }
 
   const digests = queryValues(req, 'digest');
@@ -34,6 +38,7 @@ export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, se
 
   const body = bodyStream(req);
   const blob = await services.uploads.complete(name, upload.uuid, digests, body);
+  blobEvent(req, services, 'push', { name, digest: blob.digest, size: blob.size });
   reply.header(UPLOAD_UUID_HEADER, upload.uuid);
   return sendBlobCreated(req, reply, services, name, blob.digest);
 };
@@ -75,6 +80,7 @@ export const putUpload: Handler<UploadRoute> = async (req, reply, route, service
   if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
   try {
     const blob = await services.uploads.complete(route.name, route.uuid, digests, bodyStream(req), range);
+    blobEvent(req, services, 'push', { name: route.name, digest: blob.digest, size: blob.size });
     return sendBlobCreated(req, reply, services, route.name, blob.digest);
   } catch (err) {
     if (err instanceof UploadRangeError) return sendUploadStatus(req, reply, services, { ...upload, size: err.size }, 416);
