@@ -1,5 +1,6 @@
 /** What every handler gets: the registry core and the edge's helpers, built once by the app. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Auth } from '../auth/index.js';
 import type { Config } from '../config/schema.js';
 import type { BlobStore } from '../registry/blobs.js';
 import type { Catalog } from '../registry/catalog.js';
@@ -19,6 +20,7 @@ export interface Services {
   catalog: Catalog;
   uploadState: UploadStateSigner;
   urls: URLBuilder;
+  auth: Auth;
 }
 
 export type Handler<R extends Route = Route> = (req: FastifyRequest, reply: FastifyReply, route: R, services: Services) => Promise<unknown>;

@@ -9,6 +9,7 @@ import { isRepositoryName } from '../../registry/names.js';
 import { UploadRangeError, uploadUnknown, type ChunkRange, type UploadStatus } from '../../registry/uploads.js';
 import { bodyStream, contentLength, queryValue, queryValues } from '../body.js';
 import type { Handler, Services } from '../context.js';
+import { grantOf } from '../grants.js';
 import { parseContentRange } from '../ranges.js';
 import type { Route } from '../routes.js';
 import { CONTENT_DIGEST_HEADER, UPLOAD_UUID_HEADER } from '../wire-names.js';
@@ -22,7 +23,10 @@ export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, se
   checkWritable(services.config);
   const mount = queryValue(req, 'mount');
   const from = queryValue(req, 'from');
-  if (mount !== undefined && from !== undefined && isDigest(mount) && isRepositoryName(from)) {
+  // a mount needs pull on the source; without it the request is a plain upload (202), and says
+  // nothing about whether the blob exists there
+  const mayPullSource = from !== undefined && isRepositoryName(from) && grantOf(req).allows({ type: 'repository', name: from, action: 'pull' });
+  if (mount !== undefined && from !== undefined && isDigest(mount) && mayPullSource) {
     const mounted = await services.blobs.mount(from, name, mount);
     if (mounted) return sendBlobCreated(req, reply, services, name, mounted.digest);
   }
