@@ -108,7 +108,11 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
   const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
   const { auth } = services;
   if (auth.limiter && auth.limitBy === 'ip') await limit(auth, req.ip);
-  if (auth.issuer && path === auth.issuerPath) return serveTokenRequest(req, reply, auth.issuer);
+  if (auth.issuer && path === auth.issuerPath) {
+    // the token endpoint checks passwords: limited by address in either mode
+    if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
+    return serveTokenRequest(req, reply, auth.issuer);
+  }
   const route = matchRoute(path);
   if (!route) {
     throw new RegistryError('NOT_FOUND', `no route for ${req.method} ${rawPath}: the registry API lives under ${prefix}/v2/`);
@@ -118,13 +122,21 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
     reply.header('allow', METHODS[route.kind].join(', '));
     throw new RegistryError('UNSUPPORTED', `${req.method} is not supported on this resource; allowed: ${METHODS[route.kind].join(', ')}`);
   }
-  const grant = await auth.authorize({
-    route,
-    method: req.method,
-    authorization: req.headers.authorization,
-    protocol: req.protocol,
-    host: req.host,
-  });
+  let grant;
+  try {
+    grant = await auth.authorize({
+      route,
+      method: req.method,
+      authorization: req.headers.authorization,
+      protocol: req.protocol,
+      host: req.host,
+    });
+  } catch (err) {
+    // by user: a request that did not authenticate still draws from its address's bucket, so
+    // password guessing is limited too
+    if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
+    throw err;
+  }
   if (auth.limiter && auth.limitBy === 'user') await limit(auth, grant.user !== undefined ? `user:${grant.user}` : `ip:${req.ip}`);
   setGrant(req, grant);
   return handler(req, reply, route, services);
