@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { buildServer, type TLSOptions } from './http/server.js';
 import { createAuth } from './auth/index.js';
@@ -48,8 +49,9 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
   const uploads = new UploadSessions(driver, blobs);
   const manifests = new ManifestStore(driver, blobs, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
   const secret = config.http.secret ?? randomSecret(logger);
-  const auth = createAuth(config, logger);
-  const tls = config.http.tls ? readTLS(config.http.tls) : undefined;
+  // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
+  // start-up with the same kind of message as a bad key
+  const { auth, tls } = atStartup(() => ({ auth: createAuth(config, logger), tls: config.http.tls ? readTLS(config.http.tls) : undefined }));
   const server = buildServer(
     {
       config,
@@ -99,6 +101,14 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
       await driver.close?.();
     },
   };
+}
+
+function atStartup<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw new ConfigError([(err as Error).message], 'files named by the configuration');
+  }
 }
 
 /** http.tls: the files read at start-up (a missing file stops start-up with its key and path) */
