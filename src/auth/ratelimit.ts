@@ -27,6 +27,7 @@ export interface BucketOptions {
 
 export class MemoryRateLimiter implements RateLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private sweptAt = 0;
 
   constructor(
     private readonly options: BucketOptions,
@@ -40,7 +41,7 @@ export class MemoryRateLimiter implements RateLimiter {
     bucket.tokens = Math.min(burst, bucket.tokens + Math.max(0, now - bucket.at) * rate);
     bucket.at = now;
     this.buckets.set(key, bucket);
-    if (this.buckets.size > 10_000) this.sweep(now);
+    if (this.buckets.size > 10_000 && now - this.sweptAt > 1) this.sweep(now);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return { allowed: true };
@@ -50,6 +51,7 @@ export class MemoryRateLimiter implements RateLimiter {
 
   /** forget buckets that have refilled: they are the same as new ones */
   private sweep(now: number): void {
+    this.sweptAt = now;
     const { rate, burst } = this.options;
     for (const [key, b] of this.buckets) if (b.tokens + (now - b.at) * rate >= burst) this.buckets.delete(key);
   }
