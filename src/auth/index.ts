@@ -22,6 +22,8 @@ export interface AuthRequest {
   route: Route;
   method: string;
   authorization: string | undefined;
+  /** the `from` of a mount (POST .../blobs/uploads/?mount=&from=): its pull goes into challenges */
+  mountFrom?: string;
   /** for autoredirect realms: the scheme and Host the client used */
   protocol: string;
   host: string;
@@ -76,7 +78,9 @@ export function createAuth(config: Config, logger: Logger): Auth {
       const needed = requiredAccess(req.route, req.method);
       const challenge = (error?: string) => {
         const parts = [`realm=${quote(realmFor(req))}`, `service=${quote(token.service)}`];
-        if (needed.length > 0) parts.push(`scope=${quote(toScopes(needed).map(formatScope).join(' '))}`);
+        // a mount's source is asked for too (as Distribution does), so clients fetch a token that can mount
+        const asked = req.mountFrom !== undefined ? [...needed, { type: 'repository' as const, name: req.mountFrom, action: 'pull' }] : needed;
+        if (asked.length > 0) parts.push(`scope=${quote(toScopes(asked).map(formatScope).join(' '))}`);
         if (error) parts.push(`error=${quote(error)}`);
         return { 'www-authenticate': `Bearer ${parts.join(',')}` };
       };

@@ -70,7 +70,8 @@ export class TokenIssuer {
       user = creds.user;
     }
     const offline = params.get('offline_token') === 'true';
-    return this.issue(user, params.getAll('scope'), offline && user !== undefined);
+    const scopes = params.getAll('scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
+    return this.issue(user, scopes, offline && user !== undefined);
   }
 
   /** POST: the OAuth2 password and refresh_token grants */

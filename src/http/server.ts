@@ -8,6 +8,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { RegistryError } from '../registry/errors.js';
 import type { Handler, Services } from './context.js';
 import { sendError } from './errors.js';
+import { queryValue } from './body.js';
+import { isRepositoryName } from '../registry/names.js';
 import { setGrant } from './grants.js';
 import { serveTokenRequest } from './handlers/token.js';
 import { getBase } from './handlers/base.js';
@@ -128,6 +130,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
       route,
       method: req.method,
       authorization: req.headers.authorization,
+      mountFrom: route.kind === 'uploads' ? mountSource(req) : undefined,
       protocol: req.protocol,
       host: req.host,
     });
@@ -140,6 +143,12 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
   if (auth.limiter && auth.limitBy === 'user') await limit(auth, grant.user !== undefined ? `user:${grant.user}` : `ip:${req.ip}`);
   setGrant(req, grant);
   return handler(req, reply, route, services);
+}
+
+/** the valid repository name in `from` of a mount request, if any */
+function mountSource(req: FastifyRequest): string | undefined {
+  const from = queryValue(req, 'from');
+  return from !== undefined && queryValue(req, 'mount') !== undefined && isRepositoryName(from) ? from : undefined;
 }
 
 /** one token from the client's bucket, or 429 with Retry-After */

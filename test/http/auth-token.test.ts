@@ -245,6 +245,9 @@ describe('token authentication', needTool('openssl', 'certificates for x5c chain
     assert.equal(withPull.status, 201);
     const withoutPull = await fetch(`${registry.url}/v2/team/new/blobs/uploads/?mount=${layer}&from=private/x`, { method: 'POST', headers: { authorization: bearer(full) } });
     assert.equal(withoutPull.status, 202);
+    const challenge = await fetch(`${registry.url}/v2/team/new/blobs/uploads/?mount=${layer}&from=team/app`, { method: 'POST' });
+    assert.equal(challenge.status, 401);
+    assert.equal(parseChallenge(challenge.headers.get('www-authenticate')).scope, 'repository:team/new:push repository:team/app:pull', 'the challenge asks for the source too');
   });
 
   describe('built-in issuer', () => {
@@ -264,7 +267,7 @@ describe('token authentication', needTool('openssl', 'certificates for x5c chain
     const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as Record<string, unknown>;
 
     it('issues a token with the requested scopes cut down to what auth.access allows', async () => {
-      const body = await getToken('scope=repository:team/app:pull,push&scope=repository:private/x:pull', basic('reader', 'reader-pw'));
+      const body = await getToken('scope=repository:team/app:pull,push%20repository:private/x:pull', basic('reader', 'reader-pw'));
       assert.equal(body.token, body.access_token);
       assert.equal(body.expires_in, 300);
       assert.ok(Math.abs(Date.parse(body.issued_at) - Date.now()) < 60_000);
