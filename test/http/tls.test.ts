@@ -114,6 +114,13 @@ describe('TLS', needTool('openssl', 'test certificates'), () => {
       assert.ok(got.body.equals(data));
     });
 
+    it('answers an oversized manifest over HTTP/2 with 400 (no Connection header there)', async () => {
+      const res = await h2(registry.url, { ca: ca.certPem }, '/v2/h2/repo/manifests/big', 'PUT', Buffer.alloc(5 * 1024 * 1024, 0x20));
+      assert.equal(res.status, 400);
+      assert.match(res.body.toString(), /MANIFEST_INVALID/);
+      assert.equal((await h2(registry.url, { ca: ca.certPem }, '/v2/')).status, 200, 'the server is fine afterwards');
+    });
+
     it('refuses clients that do not trust the certificate', async () => {
       await assert.rejects(https1(`${registry.url}/v2/`, { ca: clientCA.certPem }), /self-signed|unable to verify|certificate/i);
     });
