@@ -6,10 +6,20 @@
  * The file is re-read when its modification time or size changes (checked at most once a second,
  * on use). A login for an unknown user runs bcrypt against a dummy hash of the same cost, so a
  * failed login takes the same time whether or not the user exists.
+ *
+ * Successful logins are remembered for CACHE_MS (keyed by an HMAC of user and password under a
+ * per-process random key, so the cache holds no password), because clients send the credentials
+ * with every request of a push and bcrypt costs tens of milliseconds of CPU each time. Failures
+ * are never cached: a wrong password always costs a full bcrypt. Any reload empties the cache.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import bcrypt from 'bcryptjs';
+
+const CACHE_MS = 60_000;
+const CACHE_ENTRIES = 1000;
+/** names with a meaning in auth.access: no htpasswd user may have them */
+const RESERVED = new Set(['anonymous', '*']);
 
 const BCRYPT = /^\$2[aby]\$(\d{2})\$[./A-Za-z0-9]{53}$/;
 
@@ -30,6 +40,8 @@ interface Loaded {
 export class Htpasswd {
   private loaded: Loaded;
   private checkedAt = 0;
+  private readonly cache = new Map<string, number>();
+  private readonly cacheKey = randomBytes(32);
 
   /** reads the file now; throws HtpasswdError naming the path and line on any problem */
   constructor(
@@ -52,11 +64,20 @@ export class Htpasswd {
   /** true when `password` is the user's; constant time in whether the user exists */
   async verify(user: string, password: string): Promise<boolean> {
     this.maybeReload();
-    const { users, dummy } = this.loaded;
-    const hash = users.get(user);
+    const loaded = this.loaded;
+    const key = createHmac('sha256', this.cacheKey).update(user).update('\0').update(password).digest('base64');
+    const now = Date.now();
+    const until = this.cache.get(key);
+    if (until !== undefined && until > now) return true;
+    const hash = loaded.users.get(user);
     // the same bcrypt work whether or not the user exists
-    const ok = await bcrypt.compare(password, hash ?? dummy);
-    return ok && hash !== undefined;
+    const ok = (await bcrypt.compare(password, hash ?? loaded.dummy)) && hash !== undefined;
+    if (ok && loaded === this.loaded) {
+      this.cache.delete(key);
+      this.cache.set(key, now + CACHE_MS);
+      if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    }
+    return ok;
   }
 
   private maybeReload(): void {
@@ -67,6 +88,7 @@ export class Htpasswd {
       const info = statSync(this.path);
       if (info.mtimeMs === this.loaded.mtimeMs && info.size === this.loaded.size) return;
       this.loaded = load(this.path);
+      this.cache.clear();
     } catch (err) {
       this.onReloadError(err as Error);
     }
@@ -98,6 +120,7 @@ function load(path: string): Loaded {
         `${where}: the entry of user ${JSON.stringify(user)} is not a bcrypt hash (${hashKind(hash)}); berth accepts bcrypt only: recreate it with "htpasswd -B"`,
       );
     }
+    if (RESERVED.has(user)) throw new HtpasswdError(`${where}: ${JSON.stringify(user)} is reserved (auth.access uses it for ${user === '*' ? 'any authenticated user' : 'requests without credentials'}); rename the user`);
     if (users.has(user)) throw new HtpasswdError(`${where}: user ${JSON.stringify(user)} appears twice`);
     users.set(user, hash);
     cost = Number(m[1]);

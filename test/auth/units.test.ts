@@ -114,6 +114,8 @@ describe('htpasswd', () => {
       );
     }
     assert.throws(() => new Htpasswd(join(dir, 'missing')), /cannot read htpasswd file/);
+    await writeFile(join(dir, 'reserved'), 'anonymous:$2y$04$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyzABCDE\n');
+    assert.throws(() => new Htpasswd(join(dir, 'reserved')), /"anonymous" is reserved/);
   });
 
   it('reloads the file when it changes and keeps the last good version when it breaks', async () => {
@@ -126,6 +128,7 @@ describe('htpasswd', () => {
     await utimes(path, new Date(), new Date(Date.now() + 5000));
     await sleep(1100); // checked at most once a second
     assert.equal(await file.verify('alice', 'two'), true);
+    assert.equal(await file.verify('alice', 'one'), false, 'the remembered login went with the old file');
     assert.equal(await file.verify('carol', 'three'), true);
     await writeFile(path, 'alice:$apr1$x$y\n');
     await utimes(path, new Date(), new Date(Date.now() + 10_000));
@@ -147,10 +150,14 @@ describe('htpasswd', () => {
       }
       return times.sort((a, b) => a - b)[2];
     };
+    await file.verify('alice', 'wonderland'); // a remembered success must not make failures cheaper
     const known = await median('alice');
     const unknown = await median('nobody');
     // both run one bcrypt at the file's cost (8: ~10ms); without the dummy hash `unknown` is ~0
     assert.ok(unknown > known / 3 && unknown < known * 3, `known ${known.toFixed(1)}ms, unknown ${unknown.toFixed(1)}ms`);
+    const t = performance.now();
+    assert.equal(await file.verify('alice', 'wonderland'), true);
+    assert.ok(performance.now() - t < known / 2, 'a repeated correct login is remembered');
   });
 });
 
