@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { call, describeEndpoint, endpoints, seededRoot } from '../helpers/auth-endpoints.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
-import { errorCodes, sha256 } from '../helpers/blobs.js';
+import { errorCodes, rawRequest, sha256 } from '../helpers/blobs.js';
 import type { Image } from '../helpers/images.js';
 
 const USERS = { admin: 'admin-pw', writer: 'writer-pw', reader: 'reader-pw' };
@@ -97,6 +97,17 @@ describe('htpasswd + auth.access', () => {
     await assertUnauthorized(await fetch(`${registry.url}/v2/public/base/blobs/uploads/`, { method: 'POST' }), 'anonymous push');
     await assertUnauthorized(await fetch(`${registry.url}/v2/`), 'GET /v2/ always needs authentication');
     await assertUnauthorized(await fetch(`${registry.url}/v2/_catalog`), 'catalog');
+  });
+
+  it('refuses name tricks with 400 NAME_INVALID before any access decision, never serving another repository', async () => {
+    const tricks = ['/v2/team/../private/x/manifests/latest', '/v2/team/..%2Fprivate/x/manifests/latest', '/v2/team%2F..%2Fprivate%2Fx/manifests/latest', '/v2/team/%2e%2e/private/x/manifests/latest', '/v2/public/base/../../private/x/tags/list'];
+    for (const path of tricks) {
+      for (const headers of [{}, { authorization: as('reader') }] as Record<string, string>[]) {
+        const res = await rawRequest(registry.url, 'GET', path, headers);
+        assert.equal(res.status, 400, `${path} -> ${res.status}`);
+        assert.equal(JSON.parse(res.body).errors[0].code, 'NAME_INVALID', path);
+      }
+    }
   });
 
   it('answers GET /v2/ with 200 for any valid user', async () => {
