@@ -1,5 +1,6 @@
 /** What every handler gets: the registry core and the edge's helpers, built once by the app. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Auth } from '../auth/index.js';
 import type { Config } from '../config/schema.js';
 import type { EventSink } from '../notifications/events.js';
 import type { BlobStore } from '../registry/blobs.js';
@@ -24,6 +25,7 @@ export interface Services {
   events: EventSink;
   /** Prometheus request metrics (http.debug.prometheus), when enabled */
   requestMetrics?: RequestMetrics;
+  auth: Auth;
 }
 
 export interface RequestMetrics {

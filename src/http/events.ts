@@ -5,18 +5,17 @@
  */
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
+import { grantOf } from './grants.js';
 import { manifestReferences, type ActorRecord, type EventAction, type EventTarget, type RequestRecord } from '../notifications/events.js';
 import type { Services } from './context.js';
 
 /** the media type Distribution reports for blob events */
 export const BLOB_MEDIA_TYPE = 'application/octet-stream';
 
-/**
- * The agent behind the request. Seam for authentication: when an access controller sets the
- * authenticated user on the request, return `{ name }` here. Anonymous today: `{}` (spec 6.4).
- */
-export function actorOf(_req: FastifyRequest): ActorRecord {
-  return {};
+/** the agent behind the request: the authenticated user, `{}` when anonymous (spec 6.4) */
+export function actorOf(req: FastifyRequest): ActorRecord {
+  const user = grantOf(req).user;
+  return user === undefined ? {} : { name: user };
 }
 
 /** the client's address as Distribution reports it: X-Forwarded-For, X-Real-Ip, else the socket's ip:port */

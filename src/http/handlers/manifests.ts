@@ -49,7 +49,8 @@ export const putManifest: Handler<ManifestRoute> = async (req, reply, route, ser
   const body = await readSmallBody(req, MANIFEST_LIMIT, () => {
     // the rest of the body stays unread: close the connection after the answer (as Go's
     // MaxBytesReader does), or the paused socket lingers and the client may block on a full window
-    reply.header('connection', 'close');
+    // (HTTP/1.1 only: HTTP/2 has no Connection header; its stream is reset once the answer is sent)
+    if (req.raw.httpVersionMajor < 2) reply.header('connection', 'close');
     return new RegistryError('MANIFEST_INVALID', `manifest too large: the limit is ${MANIFEST_LIMIT} bytes`, { detail: { check: 'size', limit: MANIFEST_LIMIT } });
   });
   const manifest = await manifests.put(route.name, reference, req.headers['content-type'], body);

@@ -10,6 +10,7 @@ import { UploadRangeError, uploadUnknown, type ChunkRange, type UploadStatus } f
 import { bodyStream, contentLength, queryValue, queryValues } from '../body.js';
 import type { Handler, Services } from '../context.js';
 import { blobEvent } from '../events.js';
+import { grantOf } from '../grants.js';
 import { parseContentRange } from '../ranges.js';
 import type { Route } from '../routes.js';
 import { CONTENT_DIGEST_HEADER, UPLOAD_UUID_HEADER } from '../wire-names.js';
@@ -23,7 +24,10 @@ export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, se
   checkWritable(services.config);
   const mount = queryValue(req, 'mount');
   const from = queryValue(req, 'from');
-  if (mount !== undefined && from !== undefined && isDigest(mount) && isRepositoryName(from)) {
+  // a mount needs pull on the source; without it the request is a plain upload (202), and says
+  // nothing about whether the blob exists there
+  const mayPullSource = from !== undefined && isRepositoryName(from) && grantOf(req).allows({ type: 'repository', name: from, action: 'pull' });
+  if (mount !== undefined && from !== undefined && isDigest(mount) && mayPullSource) {
     const mounted = await services.blobs.mount(from, name, mount);
     if (mounted) {
       blobEvent(req, services, 'mount', { name, digest: mounted.digest, size: mounted.size, from });
