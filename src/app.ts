@@ -3,14 +3,21 @@
  * validated Config. Nothing else constructs these.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
-import { buildServer } from './http/server.js';
+import { buildServer, type TLSOptions } from './http/server.js';
+import { createAuth } from './auth/index.js';
 import { UploadStateSigner } from './http/upload-state.js';
 import { URLBuilder } from './http/urls.js';
+import { InstrumentedDriver } from './debug/instrumented-driver.js';
+import { Metrics } from './debug/prometheus.js';
+import { startDebugServer, type DebugServer } from './debug/server.js';
 import { createLogger } from './log.js';
+import { Notifier } from './notifications/notifier.js';
 import { BlobStore } from './registry/blobs.js';
 import { Catalog } from './registry/catalog.js';
 import { TagStore } from './registry/tags.js';
@@ -27,9 +34,18 @@ export interface App {
   driver: StorageDriver;
   server: FastifyInstance;
   logger: Logger;
+  /** the notification endpoints and their queues */
+  notifier: Notifier;
+  /** Prometheus metrics, when http.debug.prometheus.enabled */
+  metrics?: Metrics;
+  /** the debug listener's base URL once listening (http.debug.addr) */
+  debugURL?: string;
   /** starts listening on http.addr (or `address` when given); resolves to the base URL */
   listen(address?: { host: string; port: number }): Promise<string>;
-  /** stops accepting, lets requests in flight finish for up to `graceMs`, then cuts what is left */
+  /**
+   * Stops accepting, lets requests in flight finish for up to `graceMs` (default http.draintimeout)
+   * and cuts what is left, then gives queued notification events up to `graceMs` to be delivered.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -41,11 +57,18 @@ export function createDriver(storage: Config['storage']): StorageDriver {
 
 export function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver } = {}): App {
   const logger = options.logger ?? createLogger(config.log);
-  const driver = options.driver ?? createDriver(config.storage);
+  const metrics = config.http.debug?.prometheus.enabled ? new Metrics() : undefined;
+  const baseDriver = options.driver ?? createDriver(config.storage);
+  const driver = metrics ? new InstrumentedDriver(baseDriver, metrics) : baseDriver;
+  const notifier = new Notifier(config.notifications, logger);
+  metrics?.watchNotifications(notifier);
   const blobs = new BlobStore(driver);
   const uploads = new UploadSessions(driver, blobs);
   const manifests = new ManifestStore(driver, blobs, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
   const secret = config.http.secret ?? randomSecret(logger);
+  // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
+  // start-up with the same kind of message as a bad key
+  const { auth, tls } = atStartup(() => ({ auth: createAuth(config, logger), tls: config.http.tls ? readTLS(config.http.tls) : undefined }));
   const server = buildServer(
     {
       config,
@@ -56,39 +79,91 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
       catalog: new Catalog(driver),
       uploadState: new UploadStateSigner(secret),
       urls: new URLBuilder({ host: config.http.host, prefix: config.http.prefix ?? '/', relative: config.http.relativeurls }),
+      events: notifier,
+      requestMetrics: metrics,
+      auth,
     },
     logger,
+    tls,
   );
   const stopPurging = schedulePurging(config, driver, logger);
 
-  return {
+  let debugServer: DebugServer | undefined;
+
+  const app: App = {
     config,
     driver,
     server,
     logger,
+    notifier,
+    metrics,
     async listen(address) {
       const { host, port } = address ?? parseAddr(config.http.addr);
       await server.listen({ host, port });
       const bound = server.server.address() as AddressInfo;
       const shownHost = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
-      const url = `http://${shownHost}:${bound.port}`;
+      const url = `${tls ? 'https' : 'http'}://${shownHost}:${bound.port}`;
       logger.info({ addr: `${shownHost}:${bound.port}`, storage: driver.name }, 'listening');
+      notifier.setListenPort(bound.port);
+      const debug = config.http.debug;
+      if (debug) {
+        debugServer = await startDebugServer(parseAddr(debug.addr), {
+          driver,
+          notifier,
+          metrics: metrics && { instance: metrics, path: debug.prometheus.path },
+          logger,
+        });
+        app.debugURL = debugServer.url;
+      }
       return url;
     },
-    async close(graceMs = 10_000) {
+    async close(graceMs = config.http.draintimeout) {
       stopPurging();
       // Node closes idle keep-alive connections only once, when close() starts: sweep again as
       // responses finish, so a connection that just became idle does not hold the shutdown
-      const sweep = setInterval(() => server.server.closeIdleConnections(), 100);
-      const cut = setTimeout(() => server.server.closeAllConnections(), graceMs);
+      // (an HTTP/2 server has neither method: its sessions end with server.close())
+      const http1 = server.server as Partial<Pick<typeof server.server, 'closeIdleConnections' | 'closeAllConnections'>>;
+      const sweep = setInterval(() => http1.closeIdleConnections?.call(server.server), 100);
+      const cut = setTimeout(() => http1.closeAllConnections?.call(server.server), graceMs);
       try {
         await server.close();
       } finally {
         clearInterval(sweep);
         clearTimeout(cut);
       }
+      // no request can emit any more: what is queued gets up to graceMs to be delivered
+      await notifier.close(graceMs);
+      await debugServer?.close();
+      await auth.close();
       await driver.close?.();
     },
+  };
+  return app;
+}
+
+function atStartup<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw new ConfigError([(err as Error).message], 'files named by the configuration');
+  }
+}
+
+/** http.tls: the files read at start-up (a missing file stops start-up with its key and path) */
+function readTLS(tls: NonNullable<Config['http']['tls']>): TLSOptions {
+  const read = (path: string, key: string) => {
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new Error(`cannot read ${key} ${path}: ${(err as Error).message}`);
+    }
+  };
+  const ca = tls.clientcas?.map((path, i) => read(path, `http.tls.clientcas.${i}`));
+  return {
+    cert: read(tls.certificate, 'http.tls.certificate'),
+    key: read(tls.key, 'http.tls.key'),
+    minVersion: tls.minimumtls === 'tls1.3' ? 'TLSv1.3' : 'TLSv1.2',
+    ...(ca && ca.length > 0 ? { ca, requestCert: true, rejectUnauthorized: true } : {}),
   };
 }
 

@@ -107,7 +107,77 @@ const http = z
     secret: z.string().min(1).optional(),
     relativeurls: bool.default(false),
     headers: z.record(z.string(), z.array(z.string())).default({}),
-    debug: notYet('the debug listener (http.debug)'),
+    /** how long a shutdown (SIGTERM) waits for requests in flight, then for queued events */
+    draintimeout: duration.prefault('10s'),
+    debug: z
+      .strictObject({
+        addr: listenAddress,
+        prometheus: z
+          .strictObject({
+            enabled: bool.default(false),
+            path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, 'expected a path such as "/metrics"').default('/metrics'),
+          })
+          .prefault({}),
+      })
+      .optional(),
+    tls: z
+      .strictObject({
+        certificate: z.string().min(1),
+        key: z.string().min(1),
+        clientcas: z.array(z.string().min(1)).optional(),
+        minimumtls: z.enum(['tls1.2', 'tls1.3']).default('tls1.2'),
+        letsencrypt: notYet("Let's Encrypt (http.tls.letsencrypt)"),
+      })
+      .optional(),
+  })
+  .prefault({});
+
+/** an HTTP(S) URL (the schema of a notification endpoint's `url`) */
+const httpURL = z.string().refine(
+  (text) => {
+    try {
+      const url = new URL(text);
+      return url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  },
+  { message: 'expected an http:// or https:// URL' },
+);
+
+/** the `action` of a notification event */
+const EVENT_ACTIONS = ['push', 'pull', 'mount', 'delete'] as const;
+
+const endpoint = z.strictObject({
+  name: z.string().min(1),
+  disabled: bool.default(false),
+  url: httpURL,
+  headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'expected an HTTP header name'), z.array(z.string())).default({}),
+  timeout: duration.prefault('1s'),
+  threshold: int(0).default(10),
+  backoff: duration.prefault('1s'),
+  ignoredmediatypes: z.array(z.string()).default([]),
+  ignore: z
+    .strictObject({
+      mediatypes: z.array(z.string()).default([]),
+      actions: z.array(z.enum(EVENT_ACTIONS)).default([]),
+    })
+    .prefault({}),
+  /** most events held for this endpoint; the oldest beyond it are dropped. Unset: unbounded */
+  queuelimit: int(1).optional(),
+});
+
+const notifications = z
+  .strictObject({
+    events: z.strictObject({ includereferences: bool.default(false) }).prefault({}),
+    endpoints: z.array(endpoint).default([]),
+  })
+  .superRefine((value, ctx) => {
+    const seen = new Set<string>();
+    value.endpoints.forEach((e, i) => {
+      if (seen.has(e.name)) ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'name'], message: `endpoint name ${JSON.stringify(e.name)} is used twice` });
+      seen.add(e.name);
+    });
   })
   .prefault({});
 
@@ -126,6 +196,86 @@ const validation = z
 
 const catalog = z.strictObject({ maxentries: int(1).default(1000) }).prefault({});
 
+/** what auth.access grants */
+const ACCESS_ACTIONS = ['pull', 'push', 'delete'] as const;
+
+/** berth's own access rules: repository glob -> user (`*`, `anonymous` or a name) -> actions */
+const access = z.record(
+  z.string().regex(/^(\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*(?:\/(?:\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*))*)$/, 'expected a repository glob such as "**", "team/*" or "team/app"'),
+  z.record(z.string().min(1), z.array(z.enum(ACCESS_ACTIONS))),
+);
+
+const htpasswd = z.strictObject({
+  realm: z.string().min(1).default('berth'),
+  path: z.string().min(1),
+});
+
+/** the built-in token issuer (berth's own; Distribution needs an external one) */
+const tokenIssuer = z.strictObject({
+  name: z.string().min(1).optional(),
+  enabled: bool.default(false),
+  signingkey: z.string().min(1).optional(),
+  expiration: duration.prefault('5m'),
+  refreshexpiration: duration.prefault('168h'),
+});
+
+const token = z
+  .strictObject({
+    realm: z.url({ message: 'expected the absolute URL of the token service, e.g. "https://auth.example.com/token"' }).optional(),
+    service: z.string().min(1),
+    /** Distribution: the expected `iss` as a string; berth also takes {name, enabled, signingkey, ...} */
+    issuer: z.union([z.string().min(1).transform((name) => ({ name, enabled: false, expiration: 300_000, refreshexpiration: 604_800_000, signingkey: undefined })), tokenIssuer]),
+    rootcertbundle: z.string().min(1).optional(),
+    jwks: z.string().min(1).optional(),
+    autoredirect: bool.default(false),
+    autoredirectpath: z.string().regex(/^\//, 'expected a path starting with "/"').default('/auth/token'),
+  })
+  .superRefine((value, ctx) => {
+    const issuer = value.issuer;
+    if (!issuer.name) ctx.addIssue({ code: 'custom', path: ['issuer', 'name'], message: 'the issuer name (the `iss` of every token) is required' });
+    if (issuer.enabled && !issuer.signingkey) ctx.addIssue({ code: 'custom', path: ['issuer', 'signingkey'], message: 'the built-in issuer needs a signing key: the path of a PEM private key (RSA, EC P-256 or Ed25519)' });
+    if (!issuer.enabled && !value.rootcertbundle && !value.jwks) {
+      ctx.addIssue({ code: 'custom', message: 'tokens need a trusted key: set rootcertbundle or jwks, or enable the built-in issuer' });
+    }
+    if (!value.realm && !value.autoredirect) ctx.addIssue({ code: 'custom', path: ['realm'], message: 'the realm (URL of the token service) is required unless autoredirect is true' });
+  });
+
+const auth = z
+  .strictObject({
+    htpasswd: htpasswd.optional(),
+    token: token.optional(),
+    access: access.optional(),
+    silly: notYet('auth.silly'),
+  })
+  .superRefine((value, ctx) => {
+    if (value.token && value.htpasswd && !value.token.issuer.enabled) {
+      ctx.addIssue({ code: 'custom', message: 'configure one of htpasswd and token; both only with the built-in token issuer (auth.token.issuer.enabled), which checks passwords against auth.htpasswd' });
+    }
+    if (value.token?.issuer.enabled && !value.htpasswd) {
+      ctx.addIssue({ code: 'custom', path: ['htpasswd'], message: 'the built-in token issuer checks passwords against auth.htpasswd: set auth.htpasswd.path' });
+    }
+    if (value.access && !value.htpasswd && !value.token) {
+      ctx.addIssue({ code: 'custom', path: ['access'], message: 'auth.access needs an authentication method: auth.htpasswd or auth.token with the built-in issuer' });
+    }
+  });
+
+const redis = z.strictObject({
+  addr: listenAddress,
+  username: z.string().min(1).optional(),
+  password: z.string().min(1).optional(),
+  db: int(0).default(0),
+  dialtimeout: duration.prefault('5s'),
+  readtimeout: duration.prefault('5s'),
+  writetimeout: duration.prefault('5s'),
+});
+
+/** berth's own: a token bucket per client */
+const ratelimit = z.strictObject({
+  rate: z.union([z.number(), z.string().regex(/^\d+(\.\d+)?$/).transform(Number)]).pipe(z.number().positive('expected requests per second, above 0')),
+  burst: int(1),
+  by: z.enum(['ip', 'user']).default('ip'),
+});
+
 export const configSchema = z.strictObject({
   version: z.union([z.literal('0.1'), z.literal(0.1)]).transform(() => '0.1' as const),
   log,
@@ -133,6 +283,10 @@ export const configSchema = z.strictObject({
   http,
   validation,
   catalog,
+  notifications,
+  auth: auth.optional(),
+  redis: redis.optional(),
+  ratelimit: ratelimit.optional(),
 });
 
 export type Config = z.output<typeof configSchema>;

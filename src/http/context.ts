@@ -1,6 +1,8 @@
 /** What every handler gets: the registry core and the edge's helpers, built once by the app. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Auth } from '../auth/index.js';
 import type { Config } from '../config/schema.js';
+import type { EventSink } from '../notifications/events.js';
 import type { BlobStore } from '../registry/blobs.js';
 import type { Catalog } from '../registry/catalog.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
@@ -19,6 +21,16 @@ export interface Services {
   catalog: Catalog;
   uploadState: UploadStateSigner;
   urls: URLBuilder;
+  /** notifications: handlers report what they did here (never awaited) */
+  events: EventSink;
+  /** Prometheus request metrics (http.debug.prometheus), when enabled */
+  requestMetrics?: RequestMetrics;
+  auth: Auth;
+}
+
+export interface RequestMetrics {
+  /** `route` is the route kind (blob, manifest, uploads, ...), `unknown` when none matched */
+  observeRequest(method: string, route: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void;
 }
 
 export type Handler<R extends Route = Route> = (req: FastifyRequest, reply: FastifyReply, route: R, services: Services) => Promise<unknown>;

@@ -31,6 +31,7 @@ export function statusOf(err: RegistryError): number {
 }
 
 export function sendError(reply: FastifyReply, err: RegistryError): FastifyReply {
+  for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
   return reply
     .code(statusOf(err))
     .header('content-type', 'application/json; charset=utf-8')

@@ -4,10 +4,15 @@
  * per request, and the Docker-* twin of every Registry-* header.
  */
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RegistryError } from '../registry/errors.js';
 import type { Handler, Services } from './context.js';
 import { sendError } from './errors.js';
+import { queryValue } from './body.js';
+import { isRepositoryName } from '../registry/names.js';
+import { setGrant } from './grants.js';
+import { serveTokenRequest } from './handlers/token.js';
 import { getBase } from './handlers/base.js';
 import { getCatalog } from './handlers/catalog.js';
 import { getTags } from './handlers/tags.js';
@@ -17,6 +22,16 @@ import { getReferrers } from './handlers/referrers.js';
 import { deleteUpload, getUpload, patchUpload, postUpload, putUpload } from './handlers/uploads.js';
 import { matchRoute, METHODS, type Route } from './routes.js';
 import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js';
+
+/** key material for TLS, read by the app from http.tls */
+export interface TLSOptions {
+  cert: Buffer;
+  key: Buffer;
+  ca?: Buffer[];
+  requestCert?: boolean;
+  rejectUnauthorized?: boolean;
+  minVersion: 'TLSv1.2' | 'TLSv1.3';
+}
 
 type HandlerTable = { [K in Route['kind']]: Partial<Record<string, Handler<Extract<Route, { kind: K }>>>> };
 
@@ -31,22 +46,35 @@ const HANDLERS: HandlerTable = {
   referrers: { GET: getReferrers },
 };
 
+/** the route kind each request matched, for the request metrics */
+const routeKinds = new WeakMap<FastifyRequest, string>();
+/**
+ * Each connection's byte counters when its previous response finished: requests on one connection
+ * are sequential, so the difference at the next response is that exchange's bytes on the wire.
+ */
+const socketMarks = new WeakMap<Socket, { read: number; written: number }>();
+
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export function buildServer(services: Services, logger: FastifyBaseLogger): FastifyInstance {
+export function buildServer(services: Services, logger: FastifyBaseLogger, tls?: TLSOptions): FastifyInstance {
   const { config } = services;
-  const app = Fastify({
+  const options = {
     loggerInstance: logger,
     // one access-log line per request is written below instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true }),
-    genReqId: (req) => {
+    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     // names are matched on the raw path; Fastify must not reject or rewrite unusual ones
     routerOptions: { ignoreDuplicateSlashes: false, maxParamLength: 1024 },
-  });
+  };
+  // with TLS: HTTP/2, and HTTP/1.1 for clients that do not offer h2 (ALPN). Fastify types an h2
+  // server apart; the handlers only use what both request kinds have (headers, url, the raw stream)
+  const app = tls
+    ? (Fastify({ ...options, http2: true, https: { allowHTTP1: true, ...tls } }) as unknown as FastifyInstance)
+    : Fastify(options);
 
   // bodies stay unread streams: blob data goes straight from the socket to storage
   app.removeAllContentTypeParsers();
@@ -61,6 +89,16 @@ export function buildServer(services: Services, logger: FastifyBaseLogger): Fast
     addDockerTwins(reply);
     return payload;
   });
+  const metrics = services.requestMetrics;
+  if (metrics) {
+    app.addHook('onResponse', async (req, reply) => {
+      const socket = req.raw.socket;
+      const last = socketMarks.get(socket) ?? { read: 0, written: 0 };
+      const now = { read: socket.bytesRead, written: socket.bytesWritten };
+      socketMarks.set(socket, now);
+      metrics.observeRequest(req.method, routeKinds.get(req) ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000, now.read - last.read, now.written - last.written);
+    });
+  }
   if (!config.log.accesslog.disabled) {
     app.addHook('onResponse', async (req, reply) => {
       req.log.info(
@@ -89,7 +127,15 @@ export function buildServer(services: Services, logger: FastifyBaseLogger): Fast
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {
   const rawPath = req.url.split('?')[0];
   const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
+  const { auth } = services;
+  if (auth.limiter && auth.limitBy === 'ip') await limit(auth, req.ip);
+  if (auth.issuer && path === auth.issuerPath) {
+    // the token endpoint checks passwords: limited by address in either mode
+    if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
+    return serveTokenRequest(req, reply, auth.issuer);
+  }
   const route = matchRoute(path);
+  if (route) routeKinds.set(req, route.kind);
   if (!route) {
     throw new RegistryError('NOT_FOUND', `no route for ${req.method} ${rawPath}: the registry API lives under ${prefix}/v2/`);
   }
@@ -98,7 +144,41 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
     reply.header('allow', METHODS[route.kind].join(', '));
     throw new RegistryError('UNSUPPORTED', `${req.method} is not supported on this resource; allowed: ${METHODS[route.kind].join(', ')}`);
   }
+  let grant;
+  try {
+    grant = await auth.authorize({
+      route,
+      method: req.method,
+      authorization: req.headers.authorization,
+      mountFrom: route.kind === 'uploads' ? mountSource(req) : undefined,
+      protocol: req.protocol,
+      host: req.host,
+    });
+  } catch (err) {
+    // by user: a request that did not authenticate still draws from its address's bucket, so
+    // password guessing is limited too
+    if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
+    throw err;
+  }
+  if (auth.limiter && auth.limitBy === 'user') await limit(auth, grant.user !== undefined ? `user:${grant.user}` : `ip:${req.ip}`);
+  setGrant(req, grant);
   return handler(req, reply, route, services);
+}
+
+/** the valid repository name in `from` of a mount request, if any */
+function mountSource(req: FastifyRequest): string | undefined {
+  const from = queryValue(req, 'from');
+  return from !== undefined && queryValue(req, 'mount') !== undefined && isRepositoryName(from) ? from : undefined;
+}
+
+/** one token from the client's bucket, or 429 with Retry-After */
+async function limit(auth: Services['auth'], key: string): Promise<void> {
+  const verdict = await auth.limiter!.take(key);
+  if (!verdict.allowed) {
+    throw new RegistryError('TOOMANYREQUESTS', `too many requests: try again in ${verdict.retryAfterSeconds}s`, {
+      headers: { 'retry-after': String(verdict.retryAfterSeconds) },
+    });
+  }
 }
 
 function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {

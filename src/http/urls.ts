@@ -21,6 +21,11 @@ export class URLBuilder {
     return `${this.origin(req)}${local}`;
   }
 
+  /** always absolute (event URLs are links for a receiver elsewhere), whatever `relativeurls` says */
+  absolute(req: FastifyRequest, path: string): string {
+    return `${this.origin(req)}${this.options.prefix.replace(/\/$/, '')}${path}`;
+  }
+
   private origin(req: FastifyRequest): string {
     if (this.options.host) return this.options.host.replace(/\/$/, '');
     const proto = firstValue(req.headers['x-forwarded-proto']) ?? req.protocol;

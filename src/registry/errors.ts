@@ -45,14 +45,17 @@ export class RegistryError extends Error {
   readonly more: ErrorEntry[];
   /** a status other than the code's usual one, where the spec asks for it (e.g. 400 BLOB_UNKNOWN on manifest PUT) */
   readonly status?: number;
+  /** response headers that go with the error (WWW-Authenticate on 401, Retry-After on 429) */
+  readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message?: string, options: { detail?: unknown; status?: number; more?: ErrorEntry[]; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, message?: string, options: { detail?: unknown; status?: number; more?: ErrorEntry[]; cause?: unknown; headers?: Record<string, string> } = {}) {
     super(message ?? ERROR_MESSAGES[code], { cause: options.cause });
     this.name = 'RegistryError';
     this.code = code;
     this.detail = options.detail;
     this.status = options.status;
     this.more = options.more ?? [];
+    this.headers = options.headers ?? {};
   }
 
   /** every error of this response, this one first */

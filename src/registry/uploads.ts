@@ -71,7 +71,7 @@ export class UploadSessions {
   }
 
   /** appends a chunk (PATCH); with `range`, the chunk must start where the upload ends */
-  append(name: string, uuid: string, body: AsyncIterable<Buffer>, range?: ChunkRange): Promise<UploadStatus> {
+  append(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, range?: ChunkRange): Promise<UploadStatus> {
     return this.locks.run(uuid, async () => {
       const status = await this.status(name, uuid);
       checkRange(status.size, range);

@@ -4,6 +4,8 @@ import { Agent, request } from 'node:http';
 import { describe, it } from 'node:test';
 import { startBerth } from '../helpers/berth.js';
 import { pushBlob, randomBlob } from '../helpers/blobs.js';
+import { startBerthProcess } from '../helpers/berth-process.js';
+import { startReceiver } from '../helpers/receiver.js';
 
 describe('shutdown', () => {
   it('does not wait for a keep-alive connection whose response just finished', async () => {
@@ -43,5 +45,33 @@ describe('shutdown', () => {
     assert.ok(Date.now() - started < 3_000, `close took ${Date.now() - started} ms`);
     req.destroy();
     await registry.stop();
+  });
+});
+
+describe('shutdown with notification endpoints', () => {
+  it('SIGTERM: requests stop, then queued events are delivered within http.draintimeout', async () => {
+    // every delivery takes 300 ms: the events are still queued or in flight when SIGTERM arrives
+    const rx = await startReceiver(() => ({ delayMs: 300 }));
+    const child = await startBerthProcess({
+      config: {
+        log: { level: 'info' },
+        http: { draintimeout: '5s' },
+        notifications: { endpoints: [{ name: 'slow-hook', url: `${rx.url}/hook`, timeout: '2s', headers: { Authorization: ['Bearer hidden-token'] } }] },
+      },
+    });
+    try {
+      const blobs = [randomBlob(64), randomBlob(64)];
+      for (const blob of blobs) assert.equal((await pushBlob(child.url, 'drain/repo', blob.data)).status, 201);
+      const exit = await child.stop();
+      assert.equal(exit.code, 0, child.logs());
+      const delivered = rx.delivered().map((e) => (e as { target: { digest: string } }).target.digest);
+      assert.deepEqual(delivered.sort(), blobs.map((b) => b.digest).sort(), 'both events delivered before exit');
+      const logs = child.logs();
+      assert.match(logs, /configured notification endpoint slow-hook/);
+      assert.ok(!logs.includes('hidden-token'), 'header values are masked in the logs');
+    } finally {
+      await child.stop();
+      await rx.close();
+    }
   });
 });

@@ -129,9 +129,58 @@ http:
     assert.match(text, /^bogus: unknown key/m);
   });
 
-  it('refuses keys berth does not implement yet, saying so', () => {
-    const found = problems(() => validateConfig({ version: '0.1', storage: { inmemory: {} }, http: { debug: { addr: ':5001' } } }, 't'));
-    assert.match(found.join(), /^http\.debug: the debug listener \(http\.debug\) is not implemented/);
+  it('reads notification endpoints with the documented defaults', () => {
+    const config = validateConfig(
+      {
+        version: '0.1',
+        storage: { inmemory: {} },
+        notifications: {
+          events: { includereferences: true },
+          endpoints: [
+            { name: 'a', url: 'http://127.0.0.1:9/hook' },
+            { name: 'b', url: 'https://example.com/x', headers: { Authorization: ['Bearer t'] }, timeout: '500ms', threshold: '3', backoff: '2s', queuelimit: 10, ignore: { actions: ['pull'], mediatypes: ['application/octet-stream'] }, ignoredmediatypes: ['x/y'], disabled: 'true' },
+          ],
+        },
+      },
+      't',
+    );
+    assert.equal(config.notifications.events.includereferences, true);
+    const [a, b] = config.notifications.endpoints;
+    assert.deepEqual({ timeout: a.timeout, threshold: a.threshold, backoff: a.backoff, disabled: a.disabled, headers: a.headers, queuelimit: a.queuelimit }, { timeout: 1000, threshold: 10, backoff: 1000, disabled: false, headers: {}, queuelimit: undefined });
+    assert.deepEqual({ timeout: b.timeout, threshold: b.threshold, backoff: b.backoff, disabled: b.disabled, queuelimit: b.queuelimit }, { timeout: 500, threshold: 3, backoff: 2000, disabled: true, queuelimit: 10 });
+    assert.deepEqual(b.ignore, { actions: ['pull'], mediatypes: ['application/octet-stream'] });
+    const masked = maskSecrets(config) as typeof config;
+    assert.deepEqual(masked.notifications.endpoints[1].headers, { Authorization: ['********'] }, 'endpoint header values are masked in config check');
+    const none = validateConfig({ version: '0.1', storage: { inmemory: {} } }, 't');
+    assert.deepEqual(none.notifications, { events: { includereferences: false }, endpoints: [] });
+    assert.equal(none.http.draintimeout, 10_000);
+    assert.equal(none.http.debug, undefined);
+  });
+
+  it('refuses bad notification endpoints with the key path', () => {
+    const text = problems(() =>
+      validateConfig(
+        {
+          version: '0.1',
+          storage: { inmemory: {} },
+          notifications: { endpoints: [{ name: 'a', url: 'ftp://x', timeout: 'soon', threshold: -1, ignore: { actions: ['copy'] } }, { name: 'a', url: 'http://x' }, { url: 'http://y', bogus: 1 }] },
+        },
+        't',
+      ),
+    ).join('\n');
+    assert.match(text, /^notifications\.endpoints\.0\.url: expected an http:\/\/ or https:\/\/ URL/m);
+    assert.match(text, /^notifications\.endpoints\.0\.timeout: expected a duration/m);
+    assert.match(text, /^notifications\.endpoints\.0\.threshold: /m);
+    assert.match(text, /^notifications\.endpoints\.0\.ignore\.actions\.0: /m);
+    assert.match(text, /^notifications\.endpoints\.2\.name: /m);
+    assert.match(text, /^notifications\.endpoints\.2\.bogus: unknown key/m);
+  });
+
+  it('reads the debug listener and the drain timeout', () => {
+    const config = validateConfig({ version: '0.1', storage: { inmemory: {} }, http: { draintimeout: '2s', debug: { addr: ':5001', prometheus: { enabled: true } } } }, 't');
+    assert.equal(config.http.draintimeout, 2000);
+    assert.deepEqual(config.http.debug, { addr: ':5001', prometheus: { enabled: true, path: '/metrics' } });
+    assert.match(problems(() => validateConfig({ version: '0.1', storage: { inmemory: {} }, http: { debug: { addr: 'nope' } } }, 't')).join(), /^http\.debug\.addr: expected host:port/);
   });
 
   it('requires exactly one storage driver', () => {

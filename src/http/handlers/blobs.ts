@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { parseDigest } from '../../registry/digest.js';
 import { RegistryError } from '../../registry/errors.js';
 import type { Handler } from '../context.js';
+import { blobEvent, deleteEvent } from '../events.js';
 import { parseRange } from '../ranges.js';
 import type { Route } from '../routes.js';
 import { CONTENT_DIGEST_HEADER } from '../wire-names.js';
@@ -12,7 +13,8 @@ type BlobRoute = Extract<Route, { kind: 'blob' }>;
 
 const ONE_YEAR = 'max-age=31536000';
 
-export const getBlob: Handler<BlobRoute> = async (req, reply, route, { blobs, config }) => {
+export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) => {
+  const { blobs, config } = services;
   const digest = parseDigest(route.digest);
   const { size } = await blobs.stat(route.name, digest);
   const etag = `"${digest}"`;
@@ -27,7 +29,10 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, { blobs, co
 
   if (req.method === 'GET' && !config.storage.redirect.disable) {
     const location = await blobs.redirectURL({ method: 'GET', clientIP: req.ip }, digest);
-    if (location) return reply.code(307).header('location', location).send();
+    if (location) {
+      blobEvent(req, services, 'pull', { name: route.name, digest, size });
+      return reply.code(307).header('location', location).send();
+    }
   }
 
   const range = parseRange(req.headers.range, size);
@@ -45,6 +50,7 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, { blobs, co
   if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${size}`);
   if (req.method === 'HEAD') return reply.send();
   const stream = await blobs.open(digest, start);
+  blobEvent(req, services, 'pull', { name: route.name, digest, size });
   return reply.send(range ? Readable.from(limit(stream, length)) : stream);
 };
 
@@ -61,9 +67,11 @@ async function* limit(stream: AsyncIterable<Buffer>, length: number): AsyncGener
   }
 }
 
-export const deleteBlob: Handler<BlobRoute> = async (_req, reply, route, { blobs, config }) => {
+export const deleteBlob: Handler<BlobRoute> = async (req, reply, route, services) => {
+  const { blobs, config } = services;
   checkDeletable(config);
   const digest = parseDigest(route.digest);
   await blobs.unlink(route.name, digest);
+  deleteEvent(req, services, { name: route.name, digest });
   reply.code(202).header(CONTENT_DIGEST_HEADER, digest).header('content-length', 0).send();
 };

@@ -1,7 +1,9 @@
 /** GET /v2/_catalog (spec 4.13, 4.14): repository names, a page at a time. */
 import type { Handler } from '../context.js';
+import { grantOf } from '../grants.js';
 import { nextLink, parsePagination } from '../pagination.js';
 import type { Route } from '../routes.js';
+import type { Catalog, CatalogPage } from '../../registry/catalog.js';
 
 type CatalogRoute = Extract<Route, { kind: 'catalog' }>;
 
@@ -11,7 +13,25 @@ export const getCatalog: Handler<CatalogRoute> = async (req, reply, _route, serv
   // without n the page is capped at catalog.maxentries, with a Link when more exist (4.13)
   const page = parsePagination(req, { defaultN: max, max });
   // n=0 is an empty page without a Link: no storage to read (see pagination.ts)
-  const { repositories, more } = page.n === 0 ? { repositories: [], more: false } : await catalog.page(page);
+  const lists = grantOf(req).lists;
+  const { repositories, more } = page.n === 0 ? { repositories: [], more: false } : await visiblePage(catalog, page, lists);
   if (more) reply.header('link', nextLink(config.http.prefix, '/v2/_catalog', page.n, repositories[repositories.length - 1]));
   return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify({ repositories }));
 };
+
+/**
+ * A page of the repositories the caller may see (2.7 allows a registry to list only those): pages
+ * of the whole catalog are read until `n` visible names (and one more, to know whether a Link is
+ * due) are found or the catalog ends.
+ */
+async function visiblePage(catalog: Catalog, page: { n: number; last?: string }, lists: (name: string) => boolean): Promise<CatalogPage> {
+  const found: string[] = [];
+  let last = page.last;
+  for (;;) {
+    const chunk = await catalog.page({ n: page.n, last });
+    for (const name of chunk.repositories) if (lists(name)) found.push(name);
+    if (found.length > page.n) return { repositories: found.slice(0, page.n), more: true };
+    if (!chunk.more || chunk.repositories.length === 0) return { repositories: found, more: false };
+    last = chunk.repositories[chunk.repositories.length - 1];
+  }
+}

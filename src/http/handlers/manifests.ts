@@ -6,6 +6,7 @@ import { checkTag } from '../../registry/names.js';
 import { readSmallBody } from '../body.js';
 import type { Handler } from '../context.js';
 import type { Route } from '../routes.js';
+import { deleteEvent, manifestEvent } from '../events.js';
 import { CONTENT_DIGEST_HEADER } from '../wire-names.js';
 import { checkDeletable, checkWritable } from './modes.js';
 
@@ -19,8 +20,9 @@ function parseReference(reference: string): Reference {
   return reference.includes(':') ? { digest: parseDigest(reference) } : { tag: checkTag(reference) };
 }
 
-export const getManifest: Handler<ManifestRoute> = async (req, reply, route, { manifests }) => {
-  const manifest = await manifests.get(route.name, parseReference(route.reference));
+export const getManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
+  const reference = parseReference(route.reference);
+  const manifest = await services.manifests.get(route.name, reference);
   const etag = `"${manifest.digest}"`;
   reply
     .header('content-type', manifest.mediaType)
@@ -28,16 +30,27 @@ export const getManifest: Handler<ManifestRoute> = async (req, reply, route, { m
     .header('etag', etag)
     .header('content-length', manifest.content.length);
   if (req.headers['if-none-match'] === etag) return reply.code(304).send();
-  return reply.send(req.method === 'HEAD' ? undefined : manifest.content);
+  if (req.method === 'HEAD') return reply.send();
+  manifestEvent(req, services, 'pull', {
+    name: route.name,
+    digest: manifest.digest,
+    mediaType: manifest.mediaType,
+    size: manifest.content.length,
+    tag: 'tag' in reference ? reference.tag : undefined,
+    content: manifest.content,
+  });
+  return reply.send(manifest.content);
 };
 
-export const putManifest: Handler<ManifestRoute> = async (req, reply, route, { manifests, urls, config }) => {
+export const putManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
+  const { manifests, urls, config } = services;
   checkWritable(config);
   const reference = parseReference(route.reference);
   const body = await readSmallBody(req, MANIFEST_LIMIT, () => {
     // the rest of the body stays unread: close the connection after the answer (as Go's
     // MaxBytesReader does), or the paused socket lingers and the client may block on a full window
-    reply.header('connection', 'close');
+    // (HTTP/1.1 only: HTTP/2 has no Connection header; its stream is reset once the answer is sent)
+    if (req.raw.httpVersionMajor < 2) reply.header('connection', 'close');
     return new RegistryError('MANIFEST_INVALID', `manifest too large: the limit is ${MANIFEST_LIMIT} bytes`, { detail: { check: 'size', limit: MANIFEST_LIMIT } });
   });
   const manifest = await manifests.put(route.name, reference, req.headers['content-type'], body);
@@ -47,15 +60,25 @@ export const putManifest: Handler<ManifestRoute> = async (req, reply, route, { m
     .header(CONTENT_DIGEST_HEADER, manifest.digest)
     .header('content-length', 0);
   if (manifest.subject) reply.header('oci-subject', manifest.subject.digest);
+  manifestEvent(req, services, 'push', {
+    name: route.name,
+    digest: manifest.digest,
+    mediaType: manifest.mediaType,
+    size: manifest.payload.length,
+    tag: 'tag' in reference ? reference.tag : undefined,
+    content: manifest.payload,
+  });
   return reply.send();
 };
 
-export const deleteManifest: Handler<ManifestRoute> = async (_req, reply, route, { manifests, config }) => {
+export const deleteManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
+  const { manifests, config } = services;
   checkDeletable(config);
   const reference = parseReference(route.reference);
   if ('tag' in reference) {
     throw new RegistryError('UNSUPPORTED', `manifests are deleted by digest, not by tag: resolve ${JSON.stringify(reference.tag)} with a HEAD request and DELETE /v2/${route.name}/manifests/<digest>`);
   }
   await manifests.delete(route.name, reference.digest);
+  deleteEvent(req, services, { name: route.name, digest: reference.digest });
   return reply.code(202).header('content-length', 0).send();
 };

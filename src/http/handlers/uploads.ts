@@ -9,6 +9,8 @@ import { isRepositoryName } from '../../registry/names.js';
 import { UploadRangeError, uploadUnknown, type ChunkRange, type UploadStatus } from '../../registry/uploads.js';
 import { bodyStream, contentLength, queryValue, queryValues } from '../body.js';
 import type { Handler, Services } from '../context.js';
+import { blobEvent } from '../events.js';
+import { grantOf } from '../grants.js';
 import { parseContentRange } from '../ranges.js';
 import type { Route } from '../routes.js';
 import { CONTENT_DIGEST_HEADER, UPLOAD_UUID_HEADER } from '../wire-names.js';
@@ -22,9 +24,15 @@ export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, se
   checkWritable(services.config);
   const mount = queryValue(req, 'mount');
   const from = queryValue(req, 'from');
-  if (mount !== undefined && from !== undefined && isDigest(mount) && isRepositoryName(from)) {
+  // a mount needs pull on the source; without it the request is a plain upload (202), and says
+  // nothing about whether the blob exists there
+  const mayPullSource = from !== undefined && isRepositoryName(from) && grantOf(req).allows({ type: 'repository', name: from, action: 'pull' });
+  if (mount !== undefined && from !== undefined && isDigest(mount) && mayPullSource) {
     const mounted = await services.blobs.mount(from, name, mount);
-    if (mounted) return sendBlobCreated(req, reply, services, name, mounted.digest);
+    if (mounted) {
+      blobEvent(req, services, 'mount', { name, digest: mounted.digest, size: mounted.size, from });
+      return sendBlobCreated(req, reply, services, name, mounted.digest);
+    }
   }
 
   const digests = queryValues(req, 'digest');
@@ -34,6 +42,7 @@ export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, se
 
   const body = bodyStream(req);
   const blob = await services.uploads.complete(name, upload.uuid, digests, body);
+  blobEvent(req, services, 'push', { name, digest: blob.digest, size: blob.size });
   reply.header(UPLOAD_UUID_HEADER, upload.uuid);
   return sendBlobCreated(req, reply, services, name, blob.digest);
 };
@@ -50,7 +59,7 @@ export const patchUpload: Handler<UploadRoute> = async (req, reply, route, servi
   const upload = await openUpload(req, route, services);
   const range = chunkRange(req);
   if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
-  const body = bodyStream(req) ?? emptyBody();
+  const body = bodyStream(req) ?? [];
   try {
     const updated = await services.uploads.append(route.name, route.uuid, body, range);
     return sendUploadStatus(req, reply, services, updated, 202);
@@ -75,6 +84,7 @@ export const putUpload: Handler<UploadRoute> = async (req, reply, route, service
   if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
   try {
     const blob = await services.uploads.complete(route.name, route.uuid, digests, bodyStream(req), range);
+    blobEvent(req, services, 'push', { name: route.name, digest: blob.digest, size: blob.size });
     return sendBlobCreated(req, reply, services, route.name, blob.digest);
   } catch (err) {
     if (err instanceof UploadRangeError) return sendUploadStatus(req, reply, services, { ...upload, size: err.size }, 416);
@@ -125,8 +135,6 @@ function chunkRange(req: FastifyRequest): ChunkRange | undefined | 'invalid' {
   }
   return range;
 }
-
-async function* emptyBody(): AsyncGenerator<Buffer> {}
 
 function uploadLocation(req: FastifyRequest, services: Services, upload: UploadStatus): string {
   const state = services.uploadState.pack({ name: upload.name, uuid: upload.uuid, offset: upload.size, startedAt: upload.startedAt.toISOString() });

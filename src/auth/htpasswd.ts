@@ -1,0 +1,140 @@
+/**
+ * An htpasswd file of bcrypt entries (`user:$2y$...`), as `htpasswd -B` writes it. Other hash
+ * kinds (MD5 `$apr1$`, `{SHA}`, crypt, plain text) are refused: at start-up with the line number,
+ * on a later reload by keeping the last good version and logging why.
+ *
+ * The file is re-read when its modification time or size changes (checked at most once a second,
+ * on use). A login for an unknown user runs bcrypt against a dummy hash of the same cost, so a
+ * failed login takes the same time whether or not the user exists.
+ *
+ * Successful logins are remembered for CACHE_MS (keyed by an HMAC of user and password under a
+ * per-process random key, so the cache holds no password), because clients send the credentials
+ * with every request of a push and bcrypt costs tens of milliseconds of CPU each time. Failures
+ * are never cached: a wrong password always costs a full bcrypt. Any reload empties the cache.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import bcrypt from 'bcryptjs';
+
+const CACHE_MS = 60_000;
+const CACHE_ENTRIES = 1000;
+/** names with a meaning in auth.access: no htpasswd user may have them */
+const RESERVED = new Set(['anonymous', '*']);
+
+const BCRYPT = /^\$2[aby]\$(\d{2})\$[./A-Za-z0-9]{53}$/;
+
+export class HtpasswdError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HtpasswdError';
+  }
+}
+
+interface Loaded {
+  users: Map<string, string>;
+  dummy: string;
+  mtimeMs: number;
+  size: number;
+}
+
+export class Htpasswd {
+  private loaded: Loaded;
+  private checkedAt = 0;
+  private readonly cache = new Map<string, number>();
+  private readonly cacheKey = randomBytes(32);
+
+  /** reads the file now; throws HtpasswdError naming the path and line on any problem */
+  constructor(
+    readonly path: string,
+    private readonly onReloadError: (err: Error) => void = () => {},
+  ) {
+    this.loaded = load(path);
+  }
+
+  /** the user is in the file (its current version) */
+  has(user: string): boolean {
+    this.maybeReload();
+    return this.loaded.users.has(user);
+  }
+
+  get size(): number {
+    return this.loaded.users.size;
+  }
+
+  /** true when `password` is the user's; constant time in whether the user exists */
+  async verify(user: string, password: string): Promise<boolean> {
+    this.maybeReload();
+    const loaded = this.loaded;
+    const key = createHmac('sha256', this.cacheKey).update(user).update('\0').update(password).digest('base64');
+    const now = Date.now();
+    const until = this.cache.get(key);
+    if (until !== undefined && until > now) return true;
+    const hash = loaded.users.get(user);
+    // the same bcrypt work whether or not the user exists
+    const ok = (await bcrypt.compare(password, hash ?? loaded.dummy)) && hash !== undefined;
+    if (ok && loaded === this.loaded) {
+      this.cache.delete(key);
+      this.cache.set(key, now + CACHE_MS);
+      if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    }
+    return ok;
+  }
+
+  private maybeReload(): void {
+    const now = Date.now();
+    if (now - this.checkedAt < 1000) return;
+    this.checkedAt = now;
+    try {
+      const info = statSync(this.path);
+      if (info.mtimeMs === this.loaded.mtimeMs && info.size === this.loaded.size) return;
+      this.loaded = load(this.path);
+      this.cache.clear();
+    } catch (err) {
+      this.onReloadError(err as Error);
+    }
+  }
+}
+
+function load(path: string): Loaded {
+  let text: string;
+  let info;
+  try {
+    info = statSync(path);
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new HtpasswdError(`cannot read htpasswd file ${path}: ${(err as Error).message}`);
+  }
+  const users = new Map<string, string>();
+  let cost = 10;
+  text.split(/\r?\n/).forEach((line, index) => {
+    const trimmed = line.trim();
+    if (trimmed === '' || trimmed.startsWith('#')) return;
+    const colon = trimmed.indexOf(':');
+    const where = `${path} line ${index + 1}`;
+    if (colon <= 0) throw new HtpasswdError(`${where}: expected "user:hash"`);
+    const user = trimmed.slice(0, colon);
+    const hash = trimmed.slice(colon + 1);
+    const m = BCRYPT.exec(hash);
+    if (!m) {
+      throw new HtpasswdError(
+        `${where}: the entry of user ${JSON.stringify(user)} is not a bcrypt hash (${hashKind(hash)}); berth accepts bcrypt only: recreate it with "htpasswd -B"`,
+      );
+    }
+    if (RESERVED.has(user)) throw new HtpasswdError(`${where}: ${JSON.stringify(user)} is reserved (auth.access uses it for ${user === '*' ? 'any authenticated user' : 'requests without credentials'}); rename the user`);
+    if (users.has(user)) throw new HtpasswdError(`${where}: user ${JSON.stringify(user)} appears twice`);
+    users.set(user, hash);
+    cost = Number(m[1]);
+  });
+  // a hash of a random password at the file's cost: what unknown users are checked against
+  const dummy = bcrypt.hashSync(randomBytes(16).toString('hex'), cost);
+  return { users, dummy, mtimeMs: info.mtimeMs, size: info.size };
+}
+
+function hashKind(hash: string): string {
+  if (hash.startsWith('$apr1$')) return 'Apache MD5';
+  if (hash.startsWith('{SHA}')) return 'SHA-1';
+  if (hash.startsWith('$1$')) return 'MD5-crypt';
+  if (hash.startsWith('$5$') || hash.startsWith('$6$')) return 'SHA-crypt';
+  if (hash.startsWith('$2')) return 'malformed bcrypt';
+  return 'crypt or plain text';
+}

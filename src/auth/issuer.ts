@@ -1,0 +1,211 @@
+/**
+ * The built-in token issuer (`auth.token.issuer.enabled`): Distribution's token protocol served by
+ * berth itself, so one process gives docker, podman and skopeo real token authentication.
+ *
+ * - `GET <path>?service=&scope=&scope=...` with optional Basic credentials (checked against
+ *   auth.htpasswd): a token granting the requested scopes as far as auth.access allows them.
+ *   No credentials: a token with what `anonymous` may do. Wrong credentials: 401.
+ * - `POST <path>` (OAuth2, form encoded): `grant_type=password` (username, password) or
+ *   `grant_type=refresh_token` (refresh_token); `access_type=offline` also returns a refresh token.
+ *
+ * Tokens are signed with the configured private key (RSA: RS256, EC P-256: ES256, Ed25519: EdDSA),
+ * with `kid` the key's libtrust key ID, so a Distribution given a certificate of the key trusts them
+ * too. Refresh tokens carry another audience and never pass as access tokens.
+ */
+import { createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { jwtVerify, SignJWT } from 'jose';
+import { RegistryError } from '../registry/errors.js';
+import { libtrustKeyID } from '../registry/manifests/libtrust-keyid.js';
+import { CATALOG_ACCESS, parseScope, REPOSITORY_ACTIONS, type Scope } from './access.js';
+import type { Htpasswd } from './htpasswd.js';
+import type { AccessPolicy } from './policy.js';
+import { LEEWAY_SECONDS } from './token.js';
+
+export interface IssuerOptions {
+  issuer: string;
+  service: string;
+  /** PEM private key text */
+  signingKey: string;
+  expirationMs: number;
+  refreshExpirationMs: number;
+  htpasswd: Htpasswd;
+  policy: AccessPolicy;
+  /** Basic challenge realm for wrong credentials */
+  realm: string;
+}
+
+export interface TokenResponse {
+  token: string;
+  access_token: string;
+  expires_in: number;
+  issued_at: string;
+  refresh_token?: string;
+}
+
+export class TokenIssuer {
+  readonly kid: string;
+  readonly publicKey: KeyObject;
+  private readonly privateKey: KeyObject;
+  private readonly alg: string;
+
+  constructor(private readonly options: IssuerOptions) {
+    try {
+      this.privateKey = createPrivateKey(options.signingKey);
+    } catch (err) {
+      throw new Error(`auth.token.issuer.signingkey is not a PEM private key: ${(err as Error).message}`);
+    }
+    this.publicKey = createPublicKey(this.privateKey);
+    this.alg = algorithmFor(this.privateKey);
+    this.kid = libtrustKeyID(this.publicKey);
+  }
+
+  /** GET: Basic credentials (or none) and the requested scopes */
+  async fromBasic(params: URLSearchParams, authorization: string | undefined): Promise<TokenResponse> {
+    this.checkService(params.get('service'));
+    let user: string | undefined;
+    if (authorization !== undefined) {
+      const creds = parseBasic(authorization);
+      if (!creds || !(await this.options.htpasswd.verify(creds.user, creds.password))) throw this.badCredentials();
+      user = creds.user;
+    }
+    const offline = params.get('offline_token') === 'true';
+    const scopes = params.getAll('scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
+    return this.issue(user, scopes, offline && user !== undefined);
+  }
+
+  /** POST: the OAuth2 password and refresh_token grants */
+  async fromForm(form: URLSearchParams): Promise<TokenResponse> {
+    this.checkService(form.get('service'));
+    const scopes = form.getAll('scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
+    const grant = form.get('grant_type');
+    const offline = form.get('access_type') === 'offline';
+    if (grant === 'password') {
+      const user = form.get('username') ?? '';
+      const password = form.get('password') ?? '';
+      if (!(await this.options.htpasswd.verify(user, password))) throw this.badCredentials();
+      return this.issue(user, scopes, offline);
+    }
+    if (grant === 'refresh_token') {
+      const user = await this.verifyRefresh(form.get('refresh_token') ?? '');
+      return this.issue(user, scopes, false, form.get('refresh_token') ?? undefined);
+    }
+    throw new RegistryError('UNSUPPORTED', `grant_type must be "password" or "refresh_token", got ${JSON.stringify(grant)}`, { status: 400 });
+  }
+
+  private checkService(service: string | null): void {
+    if (service !== null && service !== this.options.service) {
+      throw new RegistryError('DENIED', `this issuer serves ${JSON.stringify(this.options.service)}, not ${JSON.stringify(service)}`, { status: 400 });
+    }
+  }
+
+  private badCredentials(): RegistryError {
+    return new RegistryError('UNAUTHORIZED', 'invalid username or password', {
+      headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` },
+    });
+  }
+
+  /** the requested scopes cut down to what the user may do */
+  grantedScopes(user: string | undefined, requested: string[]): Scope[] {
+    const granted: Scope[] = [];
+    for (const text of requested) {
+      const scope = parseScope(text);
+      if (!scope) continue;
+      if (scope.type === 'repository') {
+        const allowed = this.options.policy.actions(user, scope.name);
+        const wanted = scope.actions.includes('*') ? [...REPOSITORY_ACTIONS] : scope.actions;
+        const actions = wanted.filter((a) => allowed.has(a as never));
+        if (actions.length > 0) granted.push({ type: 'repository', name: scope.name, actions: [...new Set(actions)] });
+      } else if (scope.type === CATALOG_ACCESS.type && scope.name === CATALOG_ACCESS.name && user !== undefined && this.options.policy.pullsEverything(user)) {
+        granted.push({ type: 'registry', name: 'catalog', actions: ['*'] });
+      }
+    }
+    return granted;
+  }
+
+  private async issue(user: string | undefined, requested: string[], withRefresh: boolean, refreshToken?: string): Promise<TokenResponse> {
+    const now = Math.floor(Date.now() / 1000);
+    const expiresIn = Math.max(1, Math.floor(this.options.expirationMs / 1000));
+    const token = await new SignJWT({ access: this.grantedScopes(user, requested) })
+      .setProtectedHeader({ alg: this.alg, kid: this.kid, typ: 'JWT' })
+      .setIssuer(this.options.issuer)
+      .setAudience(this.options.service)
+      .setSubject(user ?? '')
+      .setIssuedAt(now)
+      .setNotBefore(now)
+      .setExpirationTime(now + expiresIn)
+      .setJti(randomUUID())
+      .sign(this.privateKey);
+    const out: TokenResponse = { token, access_token: token, expires_in: expiresIn, issued_at: new Date(now * 1000).toISOString() };
+    if (withRefresh && user !== undefined) out.refresh_token = await this.refreshToken(user, now);
+    else if (refreshToken !== undefined) out.refresh_token = refreshToken;
+    return out;
+  }
+
+  private refreshAudience(): string {
+    return `${this.options.service}#refresh`;
+  }
+
+  private refreshToken(user: string, now: number): Promise<string> {
+    return new SignJWT({})
+      .setProtectedHeader({ alg: this.alg, kid: this.kid, typ: 'JWT' })
+      .setIssuer(this.options.issuer)
+      .setAudience(this.refreshAudience())
+      .setSubject(user)
+      .setIssuedAt(now)
+      .setExpirationTime(now + Math.floor(this.options.refreshExpirationMs / 1000))
+      .setJti(randomUUID())
+      .sign(this.privateKey);
+  }
+
+  /** the user of a refresh token this issuer made; the user must still be in the htpasswd file */
+  private async verifyRefresh(token: string): Promise<string> {
+    let sub: unknown;
+    try {
+      ({ payload: { sub } } = await jwtVerify(token, this.publicKey, {
+        issuer: this.options.issuer,
+        audience: this.refreshAudience(),
+        algorithms: [this.alg],
+        clockTolerance: LEEWAY_SECONDS,
+      }));
+    } catch (err) {
+      throw new RegistryError('UNAUTHORIZED', `invalid refresh token: ${(err as Error).message}`, { headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` } });
+    }
+    if (typeof sub !== 'string' || !this.options.htpasswd.has(sub)) {
+      throw new RegistryError('UNAUTHORIZED', 'the refresh token names no current user', { headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` } });
+    }
+    return sub;
+  }
+}
+
+function algorithmFor(key: KeyObject): string {
+  switch (key.asymmetricKeyType) {
+    case 'rsa':
+      return 'RS256';
+    case 'ec':
+      if (key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new Error('auth.token.issuer.signingkey: EC keys must be on P-256 (ES256)');
+      return 'ES256';
+    case 'ed25519':
+      return 'EdDSA';
+    default:
+      throw new Error(`auth.token.issuer.signingkey: ${key.asymmetricKeyType} keys are not supported; use RSA, EC P-256 or Ed25519`);
+  }
+}
+
+/** `Basic base64(user:password)` -> parts; undefined when malformed */
+export function parseBasic(header: string): { user: string; password: string } | undefined {
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!m) return undefined;
+  const text = Buffer.from(m[1], 'base64').toString('utf8');
+  const colon = text.indexOf(':');
+  if (colon < 0) return undefined;
+  return { user: text.slice(0, colon), password: text.slice(colon + 1) };
+}
+
+export function readSigningKey(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read auth.token.issuer.signingkey ${path}: ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The debug listener (http.debug.addr), a plain node:http server apart from the registry's:
+ * - /debug/vars: JSON with the notification endpoints and their counters (spec 6.6), under
+ *   `notifications` and mirrored under `registry.notifications` (where Distribution puts them),
+ *   plus process figures;
+ * - /debug/health: 200 when the storage driver answers a probe, 503 with the failing checks;
+ * - the Prometheus path (default /metrics) when http.debug.prometheus.enabled.
+ * It only reads what the core and the notifier expose.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import type { Notifier } from '../notifications/notifier.js';
+import type { Metrics } from './prometheus.js';
+
+export interface DebugOptions {
+  driver: StorageDriver;
+  notifier: Notifier;
+  metrics?: { instance: Metrics; path: string };
+  logger: Logger;
+  /** how long the storage probe may take before it counts as failed */
+  probeTimeoutMs?: number;
+}
+
+export interface DebugServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startDebugServer(address: { host: string; port: number }, options: DebugOptions): Promise<DebugServer> {
+  const server = createServer((req, res) => {
+    handle(req, res, options).catch((err) => {
+      options.logger.error({ err }, 'debug listener request failed');
+      if (!res.headersSent) send(res, 500, { error: String(err) });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address.port, address.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = server.address() as AddressInfo;
+  const host = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
+  const url = `http://${host}:${bound.port}`;
+  options.logger.info({ addr: `${host}:${bound.port}`, prometheus: options.metrics?.path }, 'debug listener started');
+  return { url, close: () => closeServer(server) };
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, options: DebugOptions): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'only GET and HEAD' }, { allow: 'GET, HEAD' });
+  if (path === '/debug/vars') return send(res, 200, vars(options.notifier));
+  if (path === '/debug/health') {
+    const failures = await health(options.driver, options.probeTimeoutMs ?? 2000);
+    return send(res, Object.keys(failures).length === 0 ? 200 : 503, failures);
+  }
+  if (options.metrics && path === options.metrics.path) {
+    const body = await options.metrics.instance.registry.metrics();
+    res.writeHead(200, { 'content-type': options.metrics.instance.registry.contentType, 'content-length': Buffer.byteLength(body) });
+    res.end(req.method === 'HEAD' ? undefined : body);
+    return;
+  }
+  send(res, 404, { error: `no such debug page: ${path}` });
+}
+
+function vars(notifier: Notifier): unknown {
+  const notifications = { endpoints: notifier.snapshot() };
+  const memory = process.memoryUsage();
+  return {
+    cmdline: process.argv,
+    uptime: process.uptime(),
+    memstats: { rss: memory.rss, heapTotal: memory.heapTotal, heapUsed: memory.heapUsed, external: memory.external, arrayBuffers: memory.arrayBuffers },
+    notifications,
+    registry: { notifications },
+  };
+}
+
+/** check name -> error; empty when healthy. A missing root counts as healthy (an empty registry). */
+async function health(driver: StorageDriver, timeoutMs: number): Promise<Record<string, string>> {
+  const name = `storagedriver_${driver.name}`;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      driver.stat('/').catch((err) => {
+        if (!(err instanceof PathNotFoundError)) throw err;
+      }),
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs}ms`)), timeoutMs))),
+    ]);
+    return {};
+  } catch (err) {
+    return { [name]: (err as Error).message || String(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(res.req.method === 'HEAD' ? undefined : text);
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), 1000).unref();
+  });
+}

@@ -1,0 +1,82 @@
+/**
+ * Reporting what a request did to the notifier (spec 6.2, 6.4): the edge knows the request, the
+ * URLs and the actor; the notifier stamps id, time and source. Called after the core succeeded,
+ * never awaited: building an event is synchronous and emitting only queues it.
+ */
+import { isIP } from 'node:net';
+import type { FastifyRequest } from 'fastify';
+import { grantOf } from './grants.js';
+import { manifestReferences, type ActorRecord, type EventAction, type EventTarget, type RequestRecord } from '../notifications/events.js';
+import type { Services } from './context.js';
+
+/** the media type Distribution reports for blob events */
+export const BLOB_MEDIA_TYPE = 'application/octet-stream';
+
+/** the agent behind the request: the authenticated user, `{}` when anonymous (spec 6.4) */
+export function actorOf(req: FastifyRequest): ActorRecord {
+  const user = grantOf(req).user;
+  return user === undefined ? {} : { name: user };
+}
+
+/** the client's address as Distribution reports it: X-Forwarded-For, X-Real-Ip, else the socket's ip:port */
+export function requestRecord(req: FastifyRequest): RequestRecord {
+  const forwarded = [firstValue(req.headers['x-forwarded-for']), firstValue(req.headers['x-real-ip'])].find((v) => v !== undefined && isIP(v) !== 0);
+  const socket = req.raw.socket;
+  const ip = socket.remoteAddress ?? '';
+  const addr = forwarded ?? (ip.includes(':') ? `[${ip}]:${socket.remotePort}` : `${ip}:${socket.remotePort}`);
+  return { id: String(req.id), addr, host: req.headers.host ?? '', method: req.method, useragent: req.headers['user-agent'] ?? '' };
+}
+
+function emit(req: FastifyRequest, services: Services, action: EventAction, target: EventTarget): void {
+  services.events.emit({ action, target, request: requestRecord(req), actor: actorOf(req) });
+}
+
+export interface ManifestEventInfo {
+  name: string;
+  digest: string;
+  mediaType: string;
+  size: number;
+  tag?: string;
+  /** the manifest's bytes, for `events.includereferences` */
+  content: Buffer;
+}
+
+export function manifestEvent(req: FastifyRequest, services: Services, action: 'push' | 'pull', m: ManifestEventInfo): void {
+  if (!services.events.active) return;
+  const target: EventTarget = {
+    mediaType: m.mediaType,
+    digest: m.digest,
+    size: m.size,
+    length: m.size,
+    repository: m.name,
+    url: services.urls.absolute(req, `/v2/${m.name}/manifests/${m.digest}`),
+  };
+  if (m.tag !== undefined) target.tag = m.tag;
+  if (services.config.notifications.events.includereferences) target.references = manifestReferences(m.content);
+  emit(req, services, action, target);
+}
+
+export function blobEvent(req: FastifyRequest, services: Services, action: 'push' | 'pull' | 'mount', b: { name: string; digest: string; size: number; from?: string }): void {
+  if (!services.events.active) return;
+  const target: EventTarget = {
+    mediaType: BLOB_MEDIA_TYPE,
+    digest: b.digest,
+    size: b.size,
+    length: b.size,
+    repository: b.name,
+    url: services.urls.absolute(req, `/v2/${b.name}/blobs/${b.digest}`),
+  };
+  if (b.from !== undefined) target.fromRepository = b.from;
+  emit(req, services, action, target);
+}
+
+/** delete events carry only the digest and the repository (spec 6.4) */
+export function deleteEvent(req: FastifyRequest, services: Services, d: { name: string; digest: string }): void {
+  if (!services.events.active) return;
+  emit(req, services, 'delete', { digest: d.digest, repository: d.name });
+}
+
+function firstValue(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value?.split(',')[0].trim() || undefined;
+}

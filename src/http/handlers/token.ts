@@ -1,0 +1,26 @@
+/** The built-in token issuer's endpoint (GET and POST on auth.token.autoredirectpath, default /auth/token). */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TokenIssuer } from '../../auth/issuer.js';
+import { RegistryError } from '../../registry/errors.js';
+import { readSmallBody } from '../body.js';
+
+const FORM_LIMIT = 64 * 1024;
+
+export async function serveTokenRequest(req: FastifyRequest, reply: FastifyReply, issuer: TokenIssuer): Promise<unknown> {
+  let response;
+  if (req.method === 'GET') {
+    const query = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
+    response = await issuer.fromBasic(query, req.headers.authorization);
+  } else if (req.method === 'POST') {
+    const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    if (type !== 'application/x-www-form-urlencoded') {
+      throw new RegistryError('UNSUPPORTED', 'POST a form (application/x-www-form-urlencoded) with grant_type=password or refresh_token', { status: 400 });
+    }
+    const body = await readSmallBody(req, FORM_LIMIT, () => new RegistryError('UNSUPPORTED', `token request form over ${FORM_LIMIT} bytes`, { status: 413 }));
+    response = await issuer.fromForm(new URLSearchParams(body.toString('utf8')));
+  } else {
+    reply.header('allow', 'GET, POST');
+    throw new RegistryError('UNSUPPORTED', `${req.method} is not supported on the token endpoint; allowed: GET, POST`);
+  }
+  return reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(JSON.stringify(response));
+}

@@ -1,0 +1,181 @@
+/** The parts of src/auth/ that need no server: access requests, auth.access, htpasswd, the in-memory bucket. */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile, utimes } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseScope, requiredAccess } from '../../src/auth/access.js';
+import { Htpasswd, HtpasswdError } from '../../src/auth/htpasswd.js';
+import { AccessPolicy } from '../../src/auth/policy.js';
+import { MemoryRateLimiter } from '../../src/auth/ratelimit.js';
+import { parseAccessClaim } from '../../src/auth/token.js';
+import { writeHtpasswd } from '../helpers/auth.js';
+
+describe('access requests', () => {
+  it('maps method and route to the action', () => {
+    const name = 'team/app';
+    assert.deepEqual(requiredAccess({ kind: 'base' }, 'GET'), []);
+    assert.deepEqual(requiredAccess({ kind: 'catalog' }, 'GET'), [{ type: 'registry', name: 'catalog', action: '*' }]);
+    const action = (route: Parameters<typeof requiredAccess>[0], method: string) => requiredAccess(route, method).map((r) => `${r.name}:${r.action}`);
+    assert.deepEqual(action({ kind: 'tags', name }, 'GET'), ['team/app:pull']);
+    assert.deepEqual(action({ kind: 'manifest', name, reference: 'x' }, 'HEAD'), ['team/app:pull']);
+    assert.deepEqual(action({ kind: 'manifest', name, reference: 'x' }, 'PUT'), ['team/app:push']);
+    assert.deepEqual(action({ kind: 'manifest', name, reference: 'x' }, 'DELETE'), ['team/app:delete']);
+    assert.deepEqual(action({ kind: 'blob', name, digest: 'x' }, 'GET'), ['team/app:pull']);
+    assert.deepEqual(action({ kind: 'blob', name, digest: 'x' }, 'DELETE'), ['team/app:delete']);
+    assert.deepEqual(action({ kind: 'uploads', name }, 'POST'), ['team/app:push']);
+    for (const method of ['GET', 'PATCH', 'PUT', 'DELETE']) assert.deepEqual(action({ kind: 'upload', name, uuid: 'u' }, method), ['team/app:push']);
+    assert.deepEqual(action({ kind: 'referrers', name, digest: 'x' }, 'GET'), ['team/app:pull']);
+  });
+
+  it('parses scopes, including a type with a class and a name with a port', () => {
+    assert.deepEqual(parseScope('repository:team/app:pull,push'), { type: 'repository', name: 'team/app', actions: ['pull', 'push'] });
+    assert.deepEqual(parseScope('repository(plugin):a:pull'), { type: 'repository', name: 'a', actions: ['pull'] });
+    assert.deepEqual(parseScope('registry:catalog:*'), { type: 'registry', name: 'catalog', actions: ['*'] });
+    assert.equal(parseScope('nonsense'), undefined);
+    assert.equal(parseScope('repository::pull'), undefined);
+  });
+
+  it('reads the access claim and ignores malformed entries', () => {
+    assert.deepEqual(parseAccessClaim([{ type: 'repository', name: 'a', actions: ['pull', 3] }, 'x', null, { type: 1 }]), [
+      { type: 'repository', name: 'a', actions: ['pull'] },
+    ]);
+    assert.deepEqual(parseAccessClaim('repository:a:pull'), []);
+  });
+});
+
+describe('auth.access', () => {
+  const policy = new AccessPolicy({
+    '**': { admin: ['pull', 'push', 'delete'] },
+    'team/*': { '*': ['pull'], writer: ['push'] },
+    'team/secret': { admin: ['pull'] },
+    'public/**': { anonymous: ['pull'], '*': ['pull'] },
+  });
+  const actions = (user: string | undefined, name: string) => [...policy.actions(user, name)].sort();
+
+  it('the longest matching glob decides alone', () => {
+    assert.deepEqual(actions('admin', 'other'), ['delete', 'pull', 'push']);
+    assert.deepEqual(actions('admin', 'team/app'), ['pull'], 'team/* names no admin entry: only its `*` entry applies, ** does not');
+    assert.deepEqual(actions('admin', 'team/secret'), ['pull']);
+    assert.deepEqual(actions('writer', 'team/secret'), []);
+  });
+
+  it('a user gets their entry and the `*` entry; `*` is not anonymous', () => {
+    assert.deepEqual(actions('writer', 'team/app'), ['pull', 'push']);
+    assert.deepEqual(actions('reader', 'team/app'), ['pull']);
+    assert.deepEqual(actions(undefined, 'team/app'), []);
+    assert.deepEqual(actions(undefined, 'public/a/b'), ['pull']);
+  });
+
+  it('`*` stays within one component, `**` spans several', () => {
+    assert.deepEqual(actions('reader', 'team/app/sub'), []);
+    assert.deepEqual(actions('reader', 'public/x/y/z'), ['pull']);
+    assert.deepEqual(actions('reader', 'teamx/app'), []);
+  });
+
+  it('without rules, every authenticated user may do everything and anonymous nothing', () => {
+    const open = new AccessPolicy(undefined);
+    assert.deepEqual([...open.actions('anyone', 'a/b')].sort(), ['delete', 'pull', 'push']);
+    assert.deepEqual([...open.actions(undefined, 'a/b')], []);
+    assert.equal(open.pullsEverything('anyone'), true);
+    assert.equal(policy.pullsEverything('reader'), false);
+  });
+});
+
+describe('htpasswd', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'berth-htpasswd-'));
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it('verifies bcrypt entries ($2y$, $2a$, $2b$)', async () => {
+    const path = join(dir, 'ok');
+    await writeHtpasswd(path, { alice: 'wonderland', bob: 'builder' });
+    const file = new Htpasswd(path);
+    assert.equal(await file.verify('alice', 'wonderland'), true);
+    assert.equal(await file.verify('alice', 'builder'), false);
+    assert.equal(await file.verify('nobody', 'wonderland'), false);
+    assert.equal(file.size, 2);
+  });
+
+  it('refuses other hash kinds with the line and a fix', async () => {
+    for (const [hash, kind] of [
+      ['$apr1$abcdefgh$0123456789abcdefghijkl', 'Apache MD5'],
+      ['{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=', 'SHA-1'],
+      ['plaintext', 'crypt or plain text'],
+    ]) {
+      const path = join(dir, 'bad');
+      await writeFile(path, `# comment\nalice:${hash}\n`);
+      assert.throws(
+        () => new Htpasswd(path),
+        (err: Error) => err instanceof HtpasswdError && err.message.includes('line 2') && err.message.includes(kind) && err.message.includes('htpasswd -B'),
+      );
+    }
+    assert.throws(() => new Htpasswd(join(dir, 'missing')), /cannot read htpasswd file/);
+    await writeFile(join(dir, 'reserved'), 'anonymous:$2y$04$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyzABCDE\n');
+    assert.throws(() => new Htpasswd(join(dir, 'reserved')), /"anonymous" is reserved/);
+  });
+
+  it('reloads the file when it changes and keeps the last good version when it breaks', async () => {
+    const path = join(dir, 'reload');
+    await writeHtpasswd(path, { alice: 'one' });
+    const errors: Error[] = [];
+    const file = new Htpasswd(path, (err) => errors.push(err));
+    assert.equal(await file.verify('alice', 'one'), true);
+    await writeHtpasswd(path, { alice: 'two', carol: 'three' });
+    await utimes(path, new Date(), new Date(Date.now() + 5000));
+    await sleep(1100); // checked at most once a second
+    assert.equal(await file.verify('alice', 'two'), true);
+    assert.equal(await file.verify('alice', 'one'), false, 'the remembered login went with the old file');
+    assert.equal(await file.verify('carol', 'three'), true);
+    await writeFile(path, 'alice:$apr1$x$y\n');
+    await utimes(path, new Date(), new Date(Date.now() + 10_000));
+    await sleep(1100);
+    assert.equal(await file.verify('alice', 'two'), true, 'the previous version stays in use');
+    assert.match(errors[0]?.message ?? '', /not a bcrypt hash/);
+  });
+
+  it('a failed login costs about the same whether or not the user exists', async () => {
+    const path = join(dir, 'timing');
+    await writeHtpasswd(path, { alice: 'wonderland' }, 8);
+    const file = new Htpasswd(path);
+    const median = async (user: string) => {
+      const times: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const t = performance.now();
+        await file.verify(user, 'wrong');
+        times.push(performance.now() - t);
+      }
+      return times.sort((a, b) => a - b)[2];
+    };
+    await file.verify('alice', 'wonderland'); // a remembered success must not make failures cheaper
+    const known = await median('alice');
+    const unknown = await median('nobody');
+    // both run one bcrypt at the file's cost (8: ~10ms); without the dummy hash `unknown` is ~0
+    assert.ok(unknown > known / 3 && unknown < known * 3, `known ${known.toFixed(1)}ms, unknown ${unknown.toFixed(1)}ms`);
+    const t = performance.now();
+    assert.equal(await file.verify('alice', 'wonderland'), true);
+    assert.ok(performance.now() - t < known / 2, 'a repeated correct login is remembered');
+  });
+});
+
+describe('token bucket (memory)', () => {
+  it('allows a burst, then one request per 1/rate seconds, with Retry-After', async () => {
+    let now = 0;
+    const limiter = new MemoryRateLimiter({ rate: 0.5, burst: 2 }, () => now);
+    assert.deepEqual(await limiter.take('a'), { allowed: true });
+    assert.deepEqual(await limiter.take('a'), { allowed: true });
+    assert.deepEqual(await limiter.take('a'), { allowed: false, retryAfterSeconds: 2 });
+    assert.deepEqual(await limiter.take('b'), { allowed: true }, 'buckets are per key');
+    now += 1000;
+    assert.deepEqual(await limiter.take('a'), { allowed: false, retryAfterSeconds: 1 });
+    now += 1000;
+    assert.deepEqual(await limiter.take('a'), { allowed: true });
+    now += 60_000;
+    assert.deepEqual(await limiter.take('a'), { allowed: true });
+    assert.deepEqual(await limiter.take('a'), { allowed: true });
+    assert.equal((await limiter.take('a')).allowed, false, 'refills to burst, not beyond');
+  });
+});
