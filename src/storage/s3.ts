@@ -613,18 +613,19 @@ class S3Writer implements FileWriter {
 
   /** makes everything written so far the object at the path */
   private async persist(): Promise<void> {
-    if (this.uploadId === undefined) {
-      if (!this.dirty && this.pendingBase > 0) return; // an untouched large base: nothing to do
+    if (this.uploadId === undefined && this.pendingBase === 0) {
       if (!this.dirty && this.total > 0 && this.buffered === this.total) return; // untouched small base
       const body = this.buffer.length === 1 ? this.buffer[0] : Buffer.concat(this.buffer, this.buffered);
       await this.driver.putContent(this.path, body); // small file (or empty): one PutObject
       return;
     }
+    if (this.uploadId === undefined && !this.dirty) return; // an untouched large base: nothing to do
     try {
-      if (this.buffered > 0) await this.flushPart(this.buffered); // the last part may be small
-      await this.driver.completeUpload(this.key, this.path, this.uploadId, this.parts);
+      // the last part may be small; a large base with a few new bytes gets its copy parts here
+      if (this.buffered > 0) await this.flushPart(this.buffered);
+      await this.driver.completeUpload(this.key, this.path, this.uploadId!, this.parts);
     } catch (err) {
-      await this.driver.abortUpload(this.key, this.uploadId).catch(() => undefined);
+      if (this.uploadId !== undefined) await this.driver.abortUpload(this.key, this.uploadId).catch(() => undefined);
       throw err;
     }
   }

@@ -126,3 +126,26 @@ export async function startCeph(options: { timeoutMs?: number; memstoreBytes?: n
   }
   throw lastError;
 }
+
+let shared: Promise<{ ceph: CephS3; bucket: string }> | undefined;
+
+/**
+ * One Ceph store and bucket shared by every s3 registry of this test process (started on first
+ * use, about 5-10 s). Test files that use it call stopSharedCeph() in a top-level after(); the
+ * exit hook stops it anyway.
+ */
+export function sharedCeph(): Promise<{ ceph: CephS3; bucket: string }> {
+  shared ??= (async () => {
+    const ceph = await startCeph();
+    return { ceph, bucket: await ceph.createBucket('shared') };
+  })();
+  return shared;
+}
+
+export async function stopSharedCeph(): Promise<void> {
+  if (shared === undefined) return;
+  const current = shared;
+  shared = undefined;
+  const { ceph } = await current.catch(() => ({ ceph: undefined }));
+  await ceph?.stop();
+}
