@@ -25,7 +25,7 @@ import { spawnLogged } from './processes.js';
 import { assertTool } from './tools.js';
 
 export const CEPH_SCRIPT = fileURLToPath(new URL('./ceph-s3.sh', import.meta.url));
-export const CEPH_TOOLS = ['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph', 'uuidgen', 'curl'] as const;
+export const CEPH_TOOLS = ['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph', 'monmaptool', 'uuidgen', 'curl', 'python3'] as const;
 export const CEPH_ACCESS_KEY = 'BERTHTESTKEY';
 export const CEPH_SECRET_KEY = 'BERTHTESTSECRET';
 
