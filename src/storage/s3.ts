@@ -14,7 +14,7 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -274,10 +274,7 @@ export class S3Driver implements StorageDriver {
         // offset at or past the end: at the end is an empty read, past it an error
         const info = await this.head(path);
         if (info === undefined) throw new PathNotFoundError(path, NAME);
-        if (offset === info.size) {
-          const { Readable } = await import('node:stream');
-          return Readable.from([]);
-        }
+        if (offset === info.size) return Readable.from([]);
         throw new InvalidOffsetError(path, offset, NAME);
       }
       throw toStorageError(err, `GetObject ${path}`);

@@ -4,7 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
 import { validateConfig } from '../../src/config/load.js';
 import { S3Driver, type S3DriverOptions } from '../../src/storage/s3.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
@@ -12,6 +19,7 @@ import { needTools } from '../helpers/tools.js';
 import { runDriverSuite } from './driver-suite.js';
 
 const MiB = 1024 * 1024;
+const run = promisify(execFile);
 
 /** storage.s3 as the config schema makes it (all defaults applied) */
 export function s3Options(ceph: CephS3, bucket: string, extra: Record<string, unknown> = {}): S3DriverOptions {
@@ -177,6 +185,19 @@ describe('s3 driver: what only S3 has (Ceph radosgw)', needTools(CEPH_TOOLS, 'th
     drivers.push(driver);
     await assert.rejects(driver.ready(), /storage\.s3\.bucket: bucket "no-such-bucket-here" does not exist/);
     await make().ready();
+  });
+
+  it('berth serve stops with one clear line when the bucket does not exist', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'berth-s3-serve-'));
+    const file = join(dir, 'config.yml');
+    await writeFile(file, stringify({ version: '0.1', storage: { s3: ceph.params('missing-bucket') }, http: { addr: '127.0.0.1:0' } }));
+    const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+    await assert.rejects(run(process.execPath, ['--import', 'tsx', cli, 'serve', file], { timeout: 30_000 }), (err: { code: number; stderr: string }) => {
+      assert.equal(err.code, 1);
+      assert.match(err.stderr, /berth: s3: storage\.s3\.bucket: bucket "missing-bucket" does not exist at http:\/\/127\.0\.0\.1:\d+; create it first/);
+      return true;
+    });
+    await rm(dir, { recursive: true, force: true });
   });
 
   it('fails start-up when the credentials are wrong', async () => {
