@@ -530,14 +530,25 @@ export class S3Driver implements StorageDriver {
   }
 }
 
+/**
+ * One part is uploaded while the next one fills: write() hands a full part to the store and
+ * returns, and waits only when the part before is still in flight. Memory: at most two parts
+ * (`chunksize` each) plus one incoming chunk.
+ */
 class S3Writer implements FileWriter {
   private finished = false;
-  private uploadId: string | undefined;
+  /** the multipart upload, created (and the base copied into it) on first need */
+  private upload: Promise<string> | undefined;
   private readonly parts: CompletedPart[] = [];
   private buffer: Buffer[] = [];
   private buffered = 0;
-  /** bytes of the existing object that still have to become parts (base of at least 5 MiB) */
-  private pendingBase: number;
+  /** bytes of the existing object that become the first parts, copied server-side (base of at least 5 MiB) */
+  private readonly baseSize: number;
+  private readonly baseParts: number;
+  private nextPart: number;
+  /** the part upload in flight, if any; its failure is kept in `failure` */
+  private inflight: Promise<void> | undefined;
+  private failure: unknown;
   /** something changed since open: close() has to write */
   private dirty = false;
   private total: number;
@@ -549,7 +560,9 @@ class S3Writer implements FileWriter {
     baseSize: number,
   ) {
     this.total = baseSize;
-    this.pendingBase = baseSize >= MIN_PART_SIZE ? baseSize : 0;
+    this.baseSize = baseSize >= MIN_PART_SIZE ? baseSize : 0;
+    this.baseParts = Math.ceil(this.baseSize / MAX_PART_SIZE);
+    this.nextPart = this.baseParts + 1;
   }
 
   get size(): number {
@@ -575,56 +588,83 @@ class S3Writer implements FileWriter {
     this.buffered += chunk.length;
     this.total += chunk.length;
     this.dirty = true;
-    while (this.buffered >= this.chunkSize) await this.flushPart(this.chunkSize);
+    while (this.buffered >= this.chunkSize) {
+      const part = this.takePart(this.chunkSize);
+      await this.settle(); // at most one part in flight
+      this.inflight = this.sendPart(part).catch((err: unknown) => {
+        this.failure ??= err;
+      });
+    }
+    this.throwFailure();
+  }
+
+  /** waits for the part in flight */
+  private async settle(): Promise<void> {
+    if (this.inflight) await this.inflight;
+    this.inflight = undefined;
+    this.throwFailure();
+  }
+
+  private throwFailure(): void {
+    if (this.failure !== undefined) throw this.failure;
   }
 
   /** starts the multipart upload; the existing object (>= 5 MiB) becomes its first parts, copied server-side */
-  private async ensureUpload(): Promise<string> {
-    if (this.uploadId !== undefined) return this.uploadId;
-    const uploadId = await this.driver.createUpload(this.key, this.path);
-    this.uploadId = uploadId;
-    if (this.pendingBase > 0) {
-      const size = this.pendingBase;
-      const count = Math.ceil(size / MAX_PART_SIZE);
-      const partSize = Math.ceil(size / count);
-      for (let i = 0; i < count; i++) {
+  private ensureUpload(): Promise<string> {
+    this.upload ??= (async () => {
+      const uploadId = await this.driver.createUpload(this.key, this.path);
+      const partSize = Math.ceil(this.baseSize / Math.max(1, this.baseParts));
+      for (let i = 0; i < this.baseParts; i++) {
         const start = i * partSize;
-        const end = Math.min(size, start + partSize) - 1;
-        this.parts.push(await this.driver.copyPart(this.key, uploadId, this.parts.length + 1, this.path, start, end));
+        const end = Math.min(this.baseSize, start + partSize) - 1;
+        this.parts[i] = await this.driver.copyPart(this.key, uploadId, i + 1, this.path, start, end);
       }
-      this.pendingBase = 0;
-    }
-    return uploadId;
+      return uploadId;
+    })();
+    return this.upload;
   }
 
-  /** sends the first `bytes` buffered bytes (or all) as the next part */
-  private async flushPart(bytes: number): Promise<void> {
-    const uploadId = await this.ensureUpload();
+  /** the first `bytes` buffered bytes as the next part (numbered now, sent later) */
+  private takePart(bytes: number): { partNumber: number; body: Buffer } {
     const all = this.buffer.length === 1 ? this.buffer[0] : Buffer.concat(this.buffer, this.buffered);
     const body = all.subarray(0, bytes);
     const rest = all.subarray(bytes);
     this.buffer = rest.length > 0 ? [Buffer.from(rest)] : [];
     this.buffered = rest.length;
-    this.parts.push(await this.driver.uploadPart(this.key, this.path, uploadId, this.parts.length + 1, body));
+    return { partNumber: this.nextPart++, body };
+  }
+
+  private async sendPart({ partNumber, body }: { partNumber: number; body: Buffer }): Promise<void> {
+    const uploadId = await this.ensureUpload();
+    this.parts[partNumber - 1] = await this.driver.uploadPart(this.key, this.path, uploadId, partNumber, body);
   }
 
   /** makes everything written so far the object at the path */
   private async persist(): Promise<void> {
-    if (this.uploadId === undefined && this.pendingBase === 0) {
-      if (!this.dirty && this.total > 0 && this.buffered === this.total) return; // untouched small base
+    const multipart = this.upload !== undefined || this.inflight !== undefined || (this.dirty && this.baseSize > 0);
+    if (!multipart) {
+      if (!this.dirty && this.total > 0) return; // an untouched base: nothing to do
       const body = this.buffer.length === 1 ? this.buffer[0] : Buffer.concat(this.buffer, this.buffered);
       await this.driver.putContent(this.path, body); // small file (or empty): one PutObject
       return;
     }
-    if (this.uploadId === undefined && !this.dirty) return; // an untouched large base: nothing to do
     try {
+      await this.settle();
       // the last part may be small; a large base with a few new bytes gets its copy parts here
-      if (this.buffered > 0) await this.flushPart(this.buffered);
-      await this.driver.completeUpload(this.key, this.path, this.uploadId!, this.parts);
+      if (this.buffered > 0) await this.sendPart(this.takePart(this.buffered));
+      const uploadId = await this.ensureUpload();
+      await this.driver.completeUpload(this.key, this.path, uploadId, this.parts);
     } catch (err) {
-      if (this.uploadId !== undefined) await this.driver.abortUpload(this.key, this.uploadId).catch(() => undefined);
+      await this.abort();
       throw err;
     }
+  }
+
+  /** aborts the multipart upload, if one was started */
+  private async abort(): Promise<void> {
+    await this.inflight;
+    const uploadId = await this.upload?.catch(() => undefined);
+    if (uploadId !== undefined) await this.driver.abortUpload(this.key, uploadId).catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -647,7 +687,9 @@ class S3Writer implements FileWriter {
     this.finished = true;
     this.buffer = [];
     this.buffered = 0;
-    if (this.uploadId !== undefined) await this.driver.abortUpload(this.key, this.uploadId);
+    await this.inflight;
+    const uploadId = await this.upload?.catch(() => undefined);
+    if (uploadId !== undefined) await this.driver.abortUpload(this.key, uploadId);
     await this.driver.deleteObject(this.path);
   }
 
