@@ -25,6 +25,9 @@ const INSTALL_HINTS: Record<string, string> = {
   'ceph-mon': 'apt-get install -y ceph-mon',
   'ceph-osd': 'apt-get install -y ceph-osd',
   ceph: 'apt-get install -y ceph-common',
+  'radosgw-admin': 'apt-get install -y ceph-common',
+  monmaptool: 'apt-get install -y ceph-base (a dependency of ceph-mon)',
+  uuidgen: 'apt-get install -y uuid-runtime',
   curl: 'apt-get install -y curl',
 };
 
