@@ -28,6 +28,8 @@ import { UploadSessions } from './registry/uploads.js';
 import type { StorageDriver } from './storage/driver.js';
 import { FilesystemDriver } from './storage/filesystem.js';
 import { InMemoryDriver } from './storage/inmemory.js';
+import { CloudFrontMiddleware } from './storage/middleware/cloudfront.js';
+import { S3Driver } from './storage/s3.js';
 
 export interface App {
   config: Config;
@@ -49,16 +51,25 @@ export interface App {
   close(graceMs?: number): Promise<void>;
 }
 
-export function createDriver(storage: Config['storage']): StorageDriver {
+export function createDriver(storage: Config['storage'], logger?: Logger): StorageDriver {
   if (storage.filesystem) return new FilesystemDriver({ rootdirectory: storage.filesystem.rootdirectory });
   if (storage.inmemory) return new InMemoryDriver();
+  if (storage.s3) return new S3Driver({ ...storage.s3, redirectExpiryMs: storage.redirect.expiry, logger });
   throw new Error('no storage driver configured'); // the schema makes this unreachable
+}
+
+/** the driver wrapped in the storage middleware of `middleware.storage`, in order */
+export function applyStorageMiddleware(driver: StorageDriver, config: Config, logger: Logger): StorageDriver {
+  return config.middleware.storage.reduce<StorageDriver>(
+    (inner, entry, i) => new CloudFrontMiddleware(inner, entry.options, { logger, key: `middleware.storage.${i}.options` }),
+    driver,
+  );
 }
 
 export function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver } = {}): App {
   const logger = options.logger ?? createLogger(config.log);
   const metrics = config.http.debug?.prometheus.enabled ? new Metrics() : undefined;
-  const baseDriver = options.driver ?? createDriver(config.storage);
+  const baseDriver = options.driver ?? applyStorageMiddleware(createDriver(config.storage, logger), config, logger);
   const driver = metrics ? new InstrumentedDriver(baseDriver, metrics) : baseDriver;
   const notifier = new Notifier(config.notifications, logger);
   metrics?.watchNotifications(notifier);
@@ -99,6 +110,7 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
     metrics,
     async listen(address) {
       const { host, port } = address ?? parseAddr(config.http.addr);
+      await driver.ready?.(); // e.g. the S3 bucket exists: fail at start, not on the first push
       await server.listen({ host, port });
       const bound = server.server.address() as AddressInfo;
       const shownHost = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;

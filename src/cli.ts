@@ -2,6 +2,7 @@
 /** The `berth` command: serve, config check. */
 import { createApp } from './app.js';
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
+import { StorageError } from './storage/driver.js';
 
 const USAGE = `usage:
   berth serve [CONFIG.yml]     run the registry (no file: filesystem storage under ./data on :5000)
@@ -52,7 +53,8 @@ async function checkConfig(file: string): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    console.error(err instanceof ConfigError ? err.message : err);
+    // configuration and storage problems found at start-up (e.g. a missing bucket) are one clear line
+    console.error(err instanceof ConfigError || err instanceof StorageError ? `berth: ${err.message}` : err);
     process.exit(1);
   },
 );

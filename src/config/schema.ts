@@ -48,14 +48,103 @@ const filesystemDriver = z.strictObject({
   maxthreads: int(25).optional(),
 });
 
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/** canned ACLs of S3 objects (objectacl); log-delivery-write is for buckets only */
+export const S3_CANNED_ACLS = [
+  'private',
+  'public-read',
+  'public-read-write',
+  'authenticated-read',
+  'aws-exec-read',
+  'bucket-owner-read',
+  'bucket-owner-full-control',
+] as const;
+
+export const S3_LOG_LEVELS = [
+  'off',
+  'debug',
+  'debugwithsigning',
+  'debugwithhttpbody',
+  'debugwithrequestretries',
+  'debugwithrequesterrors',
+  'debugwitheventstreambody',
+] as const;
+
+const sizeInRange = (min: number, max: number, what: string) =>
+  int(0).refine((n) => n >= min && n <= max, { message: `${what}: expected an integer number of bytes from ${min} to ${max}` });
+
+/** spec table 2.9: the object-storage (S3) driver */
+const s3Driver = z
+  .strictObject({
+    accesskey: z.string().optional(),
+    secretkey: z.string().optional(),
+    region: z.string({ message: 'required: the region of the bucket, e.g. "us-east-1"' }).min(1, 'required: the region of the bucket'),
+    regionendpoint: z
+      .string()
+      .regex(/^(https?:\/\/)?[A-Za-z0-9.[\]:-]+(:\d+)?\/?$/, 'expected the endpoint of an S3-compatible store, e.g. "http://127.0.0.1:7480" or "minio.example.com:9000"')
+      .optional(),
+    forcepathstyle: bool.default(false),
+    bucket: z.string({ message: 'required: the name of an existing bucket' }).min(1, 'required: the name of an existing bucket'),
+    encrypt: bool.default(false),
+    keyid: z.string().optional(),
+    secure: bool.default(true),
+    skipverify: bool.default(false),
+    v4auth: bool.default(true),
+    chunksize: int(0)
+      .refine((n) => n > 5 * MiB && n <= 5 * GiB, { message: `expected a number of bytes greater than ${5 * MiB} (5 MiB, the store's minimum part size) and at most ${5 * GiB} (5 GiB)` })
+      .default(10 * MiB),
+    multipartcopychunksize: sizeInRange(5 * MiB, 5 * GiB, 'part size of multipart copies').default(32 * MiB),
+    multipartcopymaxconcurrency: int(1).pipe(z.number().max(1000, 'at most 1000 parts in flight')).default(100),
+    multipartcopythresholdsize: sizeInRange(0, 5 * GiB, 'objects above this size are copied in parts (a single copy is limited to 5 GiB)').default(32 * MiB),
+    rootdirectory: z
+      .string()
+      .regex(/^\/?([A-Za-z0-9._-]+\/)*[A-Za-z0-9._-]*$/, 'expected a key prefix of path components, e.g. "/registry" or "a/b"')
+      .default(''),
+    storageclass: z.enum(['STANDARD', 'REDUCED_REDUNDANCY'], { message: 'expected STANDARD or REDUCED_REDUNDANCY' }).default('STANDARD'),
+    useragent: z.string().optional(),
+    usedualstack: bool.optional(),
+    accelerate: bool.optional(),
+    usefipsendpoint: bool.default(false),
+    objectacl: z.enum(S3_CANNED_ACLS, { message: `expected a canned ACL: ${S3_CANNED_ACLS.join(', ')}` }).default('private'),
+    loglevel: z.enum(S3_LOG_LEVELS, { message: `expected one of ${S3_LOG_LEVELS.join(', ')}` }).default('off'),
+  })
+  .superRefine((value, ctx) => {
+    if (value.regionendpoint !== undefined && !value.forcepathstyle) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['forcepathstyle'],
+        message: 'must be true when regionendpoint is set (S3-compatible stores are addressed by path, as Distribution 3 requires)',
+      });
+    }
+    if (!value.v4auth) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['v4auth'],
+        message:
+          value.region === 'eu-central-1'
+            ? 'region eu-central-1 accepts only signature version 4: remove v4auth or set it to true'
+            : 'signature version 2 is not implemented by berth (its S3 client signs with version 4 only): remove v4auth or set it to true',
+      });
+    }
+  });
+
 const inmemoryDriver = z.union([z.strictObject({}), z.null(), z.literal('')]).transform(() => ({}));
 
 const storage = z
   .strictObject({
     filesystem: filesystemDriver.optional(),
     inmemory: inmemoryDriver.optional(),
+    s3: s3Driver.optional(),
     delete: z.strictObject({ enabled: bool.default(false) }).default({ enabled: false }),
-    redirect: z.strictObject({ disable: bool.default(false) }).default({ disable: false }),
+    redirect: z
+      .strictObject({
+        disable: bool.default(false),
+        /** berth's key: how long a pre-signed redirect URL stays valid (Distribution: fixed 20 minutes) */
+        expiry: duration.prefault('20m'),
+      })
+      .prefault({}),
     cache: z.strictObject({ blobdescriptor: z.enum(['inmemory']).optional() }).optional(),
     maintenance: z
       .strictObject({
@@ -84,7 +173,7 @@ const storage = z
     }
   });
 
-export const DRIVER_NAMES = ['filesystem', 'inmemory'] as const;
+export const DRIVER_NAMES = ['filesystem', 'inmemory', 's3'] as const;
 export type DriverName = (typeof DRIVER_NAMES)[number];
 
 const log = z
@@ -194,6 +283,36 @@ const validation = z
   })
   .prefault({});
 
+/** spec 2.10: the content-delivery middleware; options are checked again (key file) when the app starts */
+const cloudfrontOptions = z.strictObject({
+  baseurl: z.url({ message: 'expected the absolute URL of the distribution, e.g. "https://d111111abcdef8.cloudfront.net/"' }),
+  privatekey: z.string().min(1, 'expected the path of the PEM file holding the RSA private key'),
+  keypairid: z.string().min(1, 'expected the key pair id'),
+  duration: duration.prefault('20m'),
+  ipfilteredby: z.enum(['none', 'aws', 'awsregion'], { message: 'expected none, aws or awsregion' }).default('none'),
+  awsregion: z.string().optional(),
+  updatefrequency: duration.prefault('12h'),
+  iprangesurl: z.string().min(1).default('https://ip-ranges.amazonaws.com/ip-ranges.json'),
+}).superRefine((value, ctx) => {
+  if (value.ipfilteredby === 'awsregion' && !value.awsregion?.trim()) {
+    ctx.addIssue({ code: 'custom', path: ['awsregion'], message: 'required with ipfilteredby: awsregion (a comma-separated list of regions)' });
+  }
+});
+
+const storageMiddleware = z.discriminatedUnion(
+  'name',
+  [z.strictObject({ name: z.literal('cloudfront'), options: cloudfrontOptions })],
+  { message: 'expected {name: cloudfront, options: {...}}: cloudfront is the only storage middleware berth implements' },
+);
+
+const middleware = z
+  .strictObject({
+    storage: z.array(storageMiddleware).default([]),
+    registry: notYet('registry middleware (middleware.registry)'),
+    repository: notYet('repository middleware (middleware.repository)'),
+  })
+  .prefault({});
+
 const catalog = z.strictObject({ maxentries: int(1).default(1000) }).prefault({});
 
 /** what auth.access grants */
@@ -287,6 +406,7 @@ export const configSchema = z.strictObject({
   auth: auth.optional(),
   redis: redis.optional(),
   ratelimit: ratelimit.optional(),
+  middleware,
 });
 
 export type Config = z.output<typeof configSchema>;

@@ -29,6 +29,9 @@ export class InstrumentedDriver implements StorageDriver {
     }
   }
 
+  async ready(): Promise<void> {
+    await this.inner.ready?.();
+  }
   getContent(path: string): Promise<Buffer> {
     return this.time('getcontent', () => this.inner.getContent(path));
   }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RegistryError } from '../registry/errors.js';
+import { StorageUnavailableError } from '../storage/driver.js';
 import type { Handler, Services } from './context.js';
 import { sendError } from './errors.js';
 import { queryValue } from './body.js';
@@ -187,6 +188,11 @@ function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): Fa
   if (status !== undefined && status >= 400 && status < 500) {
     // Fastify's own refusals (malformed request line, unsupported body framing)
     return sendError(reply, new RegistryError('UNSUPPORTED', (err as Error).message, { status }));
+  }
+  if (err instanceof StorageUnavailableError) {
+    req.log.error({ err }, 'storage unavailable');
+    reply.header('retry-after', '5');
+    return sendError(reply, new RegistryError('UNAVAILABLE', `the storage backend is unavailable, try again later (request id ${req.id}): ${err.message}`));
   }
   req.log.error({ err }, 'request failed');
   return sendError(reply, new RegistryError('UNKNOWN', `internal error (request id ${req.id})`));

@@ -74,6 +74,8 @@ export interface StorageDriver {
   redirectURL(req: RedirectRequest, path: string): Promise<string | undefined>;
   /** depth-first, lexical order, every file and directory below `path` (not `path` itself) */
   walk(path: string, fn: WalkFn, options?: WalkOptions): Promise<void>;
+  /** checks the backend at start-up (e.g. that the bucket exists) and fails with a clear message */
+  ready?(): Promise<void>;
   /** releases resources (timers, sockets) */
   close?(): Promise<void>;
 }
@@ -125,6 +127,12 @@ export class InvalidOffsetError extends StorageError {
     super(`${driver}: invalid offset ${offset} for ${path}`, driver);
   }
 }
+
+/**
+ * The storage backend is unreachable or keeps failing (network errors, timeouts, 5xx, throttling
+ * that outlasted the retries): temporary, answered as 503 UNAVAILABLE.
+ */
+export class StorageUnavailableError extends StorageError {}
 
 /** The driver cannot do what was asked (e.g. a writer already committed). */
 export class UnsupportedMethodError extends StorageError {}

@@ -31,6 +31,8 @@ export const CHILD_SECRET = 'berth-process-test-secret';
 export interface BerthProcessOptions {
   /** storage root; when omitted a temp dir is created and removed by stop() */
   root?: string;
+  /** storage.s3 parameters: the s3 driver instead of the filesystem (root is then unused) */
+  s3?: Overrides;
   /** merged over the default configuration */
   config?: Overrides;
   /** extra environment variables for the child (undefined removes one) */
@@ -108,7 +110,7 @@ export async function startBerthProcess(options: BerthProcessOptions = {}): Prom
     const base: Overrides = {
       version: '0.1',
       log: { level: 'warn', accesslog: { disabled: true } },
-      storage: { filesystem: { rootdirectory: root }, delete: { enabled: true } },
+      storage: { ...(options.s3 ? { s3: options.s3 } : { filesystem: { rootdirectory: root } }), delete: { enabled: true } },
       http: { addr: `127.0.0.1:${port}`, secret: CHILD_SECRET },
     };
     await writeFile(configFile, stringify(merge(base, options.config ?? {})));

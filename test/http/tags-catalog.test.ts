@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Digest } from '../../src/registry/digest.js';
 import * as layout from '../../src/storage/layout.js';
+import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
+import { needTools } from '../helpers/tools.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { errorCodes, pushBlob, randomBlob, rawRequest, sha256 } from '../helpers/blobs.js';
 
@@ -35,13 +37,15 @@ async function seed(registry: TestRegistry): Promise<void> {
   await registry.app.driver.putContent(layout.layerLink('blobonly', DIGEST), layout.linkContent(DIGEST));
 }
 
-describe('GET /v2/<name>/tags/list and /v2/_catalog', () => {
+after(() => stopSharedCeph());
+
+for (const driver of ['filesystem', 's3'] as const) describe(`GET /v2/<name>/tags/list and /v2/_catalog (${driver})`, driver === 's3' ? needTools(CEPH_TOOLS, 'the HTTP suite on the s3 driver') : {}, () => {
   let registry: TestRegistry; // default configuration: catalog.maxentries 1000
   let capped: TestRegistry; // catalog.maxentries 5
   let url: string;
   before(async () => {
-    registry = await startBerth();
-    capped = await startBerth({ catalog: { maxentries: 5 } });
+    registry = await startBerth({}, { driver });
+    capped = await startBerth({ catalog: { maxentries: 5 } }, { driver });
     url = registry.url;
     await seed(registry);
     await seed(capped);

@@ -4,13 +4,17 @@ import { createHash } from 'node:crypto';
 import { access, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
+import { needTools } from '../helpers/tools.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { errorCodes, randomBlob, sha256 } from '../helpers/blobs.js';
 
 const sha512 = (data: Buffer) => `sha512:${createHash('sha512').update(data).digest('hex')}`;
 
-for (const driver of ['filesystem', 'inmemory'] as const) {
-  describe(`uploads (${driver})`, () => {
+after(() => stopSharedCeph());
+
+for (const driver of ['filesystem', 'inmemory', 's3'] as const) {
+  describe(`uploads (${driver})`, driver === 's3' ? needTools(CEPH_TOOLS, 'the HTTP suite on the s3 driver') : {}, () => {
     let registry: TestRegistry;
     let url: string;
     before(async () => {

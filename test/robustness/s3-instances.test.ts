@@ -1,0 +1,118 @@
+/**
+ * Several berth processes on one bucket behave as one registry (issue 4): same storage.s3 and the
+ * same http.secret. A chunked upload started on one instance is continued and finished on the
+ * other; a push through one is pulled through the other; the same blob pushed through both at
+ * once ends up stored once.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { validateConfig } from '../../src/config/load.js';
+import { S3Driver } from '../../src/storage/s3.js';
+import { MiB, PatternBlob, startBerthProcess, streamDownload, streamRequest, type BerthProcess } from '../helpers/berth-process.js';
+import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
+import { buildImage, pushImageOK } from '../helpers/images.js';
+import { needTools } from '../helpers/tools.js';
+
+describe('two berth processes on one bucket (s3, Ceph radosgw)', needTools(CEPH_TOOLS, 'the several-instances tests'), () => {
+  let ceph: CephS3;
+  let a: BerthProcess;
+  let b: BerthProcess;
+  let store: S3Driver;
+  before(async () => {
+    ceph = await startCeph();
+    const params = ceph.params(await ceph.createBucket('instances'), { rootdirectory: '/shared', chunksize: 6 * MiB });
+    [a, b] = await Promise.all([startBerthProcess({ s3: params }), startBerthProcess({ s3: params })]);
+    store = new S3Driver(validateConfig({ version: '0.1', storage: { s3: params } }, 'test').storage.s3!);
+  });
+  after(async () => {
+    await store?.close();
+    await Promise.all([a?.stop(), b?.stop()]);
+    await ceph?.stop();
+  });
+
+  /** the same upload URL on the other instance (clients keep host and path; the state token is shared) */
+  const on = (server: BerthProcess, location: string) => {
+    const url = new URL(location, a.url);
+    const target = new URL(server.url);
+    url.host = target.host;
+    return url;
+  };
+
+  /** GET through `server`, following the 307 to the store */
+  const pull = async (server: BerthProcess, name: string, digest: string) => {
+    const res = await fetch(`${server.url}/v2/${name}/blobs/${digest}`, { redirect: 'manual' });
+    assert.equal(res.status, 307);
+    await res.arrayBuffer();
+    return streamDownload(res.headers.get('location')!);
+  };
+
+  it('a chunked upload started on one instance is continued and finished on the other', { timeout: 120_000 }, async () => {
+    const blob = new PatternBlob(20 * MiB + 12345);
+    const post = await fetch(`${a.url}/v2/multi/chunked/blobs/uploads/`, { method: 'POST' });
+    assert.equal(post.status, 202);
+    let location = post.headers.get('location')!;
+    const cuts = [0, 7 * MiB, 7 * MiB + 100, 15 * MiB, blob.size];
+    const servers = [a, b, a, b];
+    for (let i = 0; i < servers.length; i++) {
+      const [start, end] = [cuts[i], cuts[i + 1]];
+      const res = await streamRequest(on(servers[i], location), {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/octet-stream', 'content-length': end - start, 'content-range': `${start}-${end - 1}` },
+        body: blob.chunks(start, end),
+      });
+      assert.equal(res.status, 202, `PATCH ${i} on ${servers[i] === a ? 'a' : 'b'}: ${res.body}`);
+      assert.equal(res.headers.range, `0-${end - 1}`);
+      location = res.headers.location as string;
+      // the other instance sees the same progress
+      const other = servers[i] === a ? b : a;
+      const status = await fetch(on(other, location));
+      assert.equal(status.status, 204);
+      assert.equal(status.headers.get('range'), `0-${end - 1}`);
+    }
+    const url = on(b, location);
+    url.searchParams.set('digest', blob.digest());
+    const put = await fetch(url, { method: 'PUT' });
+    assert.equal(put.status, 201, await put.text());
+    for (const server of [a, b]) {
+      const got = await pull(server, 'multi/chunked', blob.digest());
+      assert.equal(got.status, 200);
+      assert.equal(got.digest, blob.digest());
+    }
+  });
+
+  it('an image pushed through one instance is pulled through the other', { timeout: 60_000 }, async () => {
+    const image = buildImage('oci-manifest', { layers: 3 });
+    await pushImageOK(a.url, 'multi/image', image, 'v1');
+    const manifest = await fetch(`${b.url}/v2/multi/image/manifests/v1`, { headers: { accept: image.mediaType } });
+    assert.equal(manifest.status, 200);
+    assert.ok(Buffer.from(await manifest.arrayBuffer()).equals(image.body));
+    for (const blob of image.blobs) {
+      const got = await pull(b, 'multi/image', blob.digest);
+      assert.equal(got.digest, blob.digest);
+    }
+    const tags = (await (await fetch(`${b.url}/v2/multi/image/tags/list`)).json()) as { tags: string[] };
+    assert.deepEqual(tags.tags, ['v1']);
+  });
+
+  it('the same blob pushed through both at once: both 201, one copy stored, no upload left', { timeout: 120_000 }, async () => {
+    const blob = new PatternBlob(24 * MiB);
+    const name = `multi/same-${randomBytes(3).toString('hex')}`;
+    const locations = await Promise.all(
+      [a, b].map(async (server) => {
+        const post = await fetch(`${server.url}/v2/${name}/blobs/uploads/`, { method: 'POST' });
+        assert.equal(post.status, 202);
+        const url = new URL(post.headers.get('location')!, server.url);
+        url.searchParams.set('digest', blob.digest());
+        return url;
+      }),
+    );
+    const results = await Promise.all(locations.map((url) => streamRequest(url, { method: 'PUT', headers: { 'content-length': blob.size }, body: blob.chunks() })));
+    for (const res of results) assert.equal(res.status, 201, res.body);
+    const hex = blob.digest().slice(7);
+    assert.deepEqual(await store.list(`/docker/registry/v2/blobs/sha256/${hex.slice(0, 2)}/${hex}`), [`/docker/registry/v2/blobs/sha256/${hex.slice(0, 2)}/${hex}/data`]);
+    assert.equal((await store.stat(`/docker/registry/v2/blobs/sha256/${hex.slice(0, 2)}/${hex}/data`)).size, blob.size);
+    await assert.rejects(store.list(`/docker/registry/v2/repositories/${name}/_uploads`), /path not found/);
+    for (const server of [a, b]) assert.equal((await pull(server, name, blob.digest())).digest, blob.digest());
+  });
+});
