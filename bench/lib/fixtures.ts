@@ -5,10 +5,10 @@
  * the pull scenarios (hard links to one file written once, so every root shares the bytes).
  *
  * The catalog repositories hold both `_layers` (what Distribution 2.8 looks for) and `_manifests`
- * (what berth looks for).
+ * (what berth looks for), both empty.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { link, mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { once } from 'node:events';
@@ -75,20 +75,15 @@ async function linkManifest(root: string, repo: string, digest: Digest, tag?: st
   }
 }
 
-/** runs `fn` over `items` with at most `limit` at a time */
-async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]);
-    }),
-  );
-}
-
 export const tagName = (i: number) => `t${String(i).padStart(5, '0')}`;
 export const catalogRepo = (i: number) => `${CATALOG_PREFIX}/r${String(i).padStart(5, '0')}`;
 
-/** the small image in SMALL_REPO, `tags` tags of it in TAGS_REPO, `repos` repositories for the catalog */
+/**
+ * The small image in SMALL_REPO, `tags` tags of it in TAGS_REPO, `repos` repositories for the
+ * catalog. Written with synchronous calls and only what the listings read (a tag is its
+ * `current/link`; a catalog repository is its `_layers` and `_manifests` directories): tens of
+ * thousands of entries, which the promise API on a loaded 2-core machine takes a minute for.
+ */
 export async function writeSmallFixtures(root: string, image: SmallImage, counts: { tags: number; repos: number }): Promise<void> {
   await putBlob(root, image.manifestDigest, image.manifest);
   await putBlob(root, image.config.digest, image.config.data);
@@ -98,20 +93,16 @@ export async function writeSmallFixtures(root: string, image: SmallImage, counts
     await put(root, layout.layerLink(repo, image.layer.digest), image.layer.digest);
     await linkManifest(root, repo, image.manifestDigest, 'latest');
   }
-  await pool(
-    Array.from({ length: counts.tags }, (_, i) => i),
-    32,
-    (i) => linkManifest(root, TAGS_REPO, image.manifestDigest, tagName(i)),
-  );
-  await pool(
-    Array.from({ length: counts.repos }, (_, i) => i),
-    32,
-    async (i) => {
-      const repo = catalogRepo(i);
-      await put(root, layout.layerLink(repo, image.layer.digest), image.layer.digest);
-      await linkManifest(root, repo, image.manifestDigest);
-    },
-  );
+  for (let i = 0; i < counts.tags; i++) {
+    const current = local(root, layout.tagCurrentLink(TAGS_REPO, tagName(i)));
+    mkdirSync(dirname(current), { recursive: true });
+    writeFileSync(current, image.manifestDigest);
+  }
+  for (let i = 0; i < counts.repos; i++) {
+    const repo = local(root, layout.repository(catalogRepo(i)));
+    mkdirSync(join(repo, '_layers'), { recursive: true });
+    mkdirSync(join(repo, '_manifests'));
+  }
 }
 
 /** writes `blob` to `file` (no fsync: the pull scenarios read it from the page cache anyway) */

@@ -47,3 +47,17 @@ export async function measure<T>(pid: number, fn: () => Promise<T>): Promise<{ v
   const { hwm } = readProcessMemory(pid);
   return { value, usage: { cpu: cpu1 - cpu0, peakRss: hwm, peakReset } };
 }
+
+/**
+ * Waits until the process is idle: below `busy` CPU seconds per second over a 250 ms window, for at
+ * most `maxMs`. A load generator that stops does not stop the server: requests it queued are still
+ * being answered, and that work must not count against the next measurement.
+ */
+export async function settle(pid: number, maxMs = 60_000, busy = 0.05): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    const c0 = cpuSeconds(pid);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    if ((cpuSeconds(pid) - c0) / 0.25 < busy || Date.now() - started > maxMs) return Date.now() - started;
+  }
+}
