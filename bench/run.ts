@@ -140,8 +140,9 @@ async function main(): Promise<number> {
 
     const scenarios = [
       ...blobScenarios({ big, eight, rounds: settings.blobRounds }),
-      ...smallScenarios(small),
+      // skopeo before the listings, whose answers grow berth's heap (RSS stays up afterwards)
       ...skopeoScenarios({ image: layout, bytes: layoutBytes, rounds: settings.skopeoRounds, work }),
+      ...smallScenarios(small),
     ].filter((s) => wanted(s.id));
 
     const roots = { berth: join(work, 'berth'), distribution: join(work, 'distribution') };

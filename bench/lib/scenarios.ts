@@ -206,7 +206,13 @@ function headWithoutBody(client: autocannon.Client): void {
   });
 }
 
-async function cannon(url: string, endpoint: Endpoint, connections: number, duration: number, amount?: number): Promise<autocannon.Result> {
+/**
+ * One autocannon run; `seconds` is the time until the last answer. (autocannon checks for the end
+ * of an `amount` run on a one-second tick, so its own duration of such a run is whole seconds.)
+ */
+async function cannon(url: string, endpoint: Endpoint, connections: number, duration: number, amount?: number): Promise<{ result: autocannon.Result; seconds: number }> {
+  const t0 = performance.now();
+  let last = t0;
   const result = await autocannon({
     url: url + endpoint.path,
     method: endpoint.method,
@@ -214,12 +220,17 @@ async function cannon(url: string, endpoint: Endpoint, connections: number, dura
     connections,
     ...(amount === undefined ? { duration } : { amount }),
     timeout: 300,
-    ...(endpoint.method === 'HEAD' ? { setupClient: headWithoutBody } : {}),
+    setupClient: (client) => {
+      if (endpoint.method === 'HEAD') headWithoutBody(client);
+      client.on('response', () => {
+        last = performance.now();
+      });
+    },
   });
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(`${endpoint.method} ${endpoint.path} at ${connections} connections: ${result.non2xx} non-2xx answers, ${result.errors} errors (${JSON.stringify(result.statusCodeStats)})`);
   }
-  return result;
+  return { result, seconds: amount === undefined ? result.duration : (last - t0) / 1000 };
 }
 
 export function smallEndpoints(settings: SmallSettings): Endpoint[] {
@@ -235,11 +246,11 @@ export function smallEndpoints(settings: SmallSettings): Endpoint[] {
       title: `GET tags/list?n=1000 of ${settings.tags} tags`,
       method: 'GET',
       path: `/v2/${TAGS_REPO}/tags/list?n=1000`,
-      slow: { perConnection: 2 },
+      slow: { perConnection: 4 },
       note: () => {
         const per = settings.tagsPerResponse;
         const counts = per ? `tags per response: berth ${per.berth}, Distribution ${per.distribution} (Distribution 2.8 ignores n and lists every tag); ` : '';
-        return `${counts}two requests per connection; rate = requests / elapsed`;
+        return `${counts}four requests per connection; rate = requests / time until the last answer`;
       },
     },
     {
@@ -247,16 +258,16 @@ export function smallEndpoints(settings: SmallSettings): Endpoint[] {
       title: `GET _catalog?n=100, first page of ${settings.repos} repositories`,
       method: 'GET',
       path: '/v2/_catalog?n=100',
-      slow: { perConnection: 1 },
-      note: () => 'one request per connection, all at once; rate = requests / elapsed',
+      slow: { perConnection: 2 },
+      note: () => 'two requests per connection; rate = requests / time until the last answer',
     },
     {
       id: 'catalog-second',
       title: `GET _catalog?n=100&last=<100th>, second page of ${settings.repos} repositories`,
       method: 'GET',
       path: `/v2/_catalog?n=100&last=${encodeURIComponent(second)}`,
-      slow: { perConnection: 1 },
-      note: () => `last=${second} (repositories are ${CATALOG_PREFIX}/r00000 ...); one request per connection, all at once; rate = requests / elapsed`,
+      slow: { perConnection: 2 },
+      note: () => `last=${second} (repositories are ${CATALOG_PREFIX}/r00000 ...); two requests per connection; rate = requests / time until the last answer`,
     },
   ];
 }
@@ -284,8 +295,8 @@ export function smallScenarios(settings: SmallSettings): Scenario[] {
         },
         async run(reg) {
           const amount = endpoint.slow ? endpoint.slow.perConnection * connections : undefined;
-          const result = await cannon(reg.url, endpoint, connections, settings.duration, amount);
-          return { throughput: result['2xx'] / result.duration, seconds: result.duration, p50: result.latency.p50, p99: result.latency.p99 };
+          const { result, seconds } = await cannon(reg.url, endpoint, connections, settings.duration, amount);
+          return { throughput: result['2xx'] / seconds, seconds, p50: result.latency.p50, p99: result.latency.p99 };
         },
       });
     }
