@@ -30,7 +30,7 @@ import { linkBlob, PULL_REPO, smallImage, writeBlobFile, writeSmallFixtures } fr
 import { measureLimits } from './lib/limits.js';
 import { measure, settle } from './lib/process-stats.js';
 import { buildBerth, distributionVersion, startBerth, startDistribution, type Registry, type RegistryName } from './lib/registries.js';
-import { renderMarkdown, renderSvg, writeChart, type Machine, type Report, type ScenarioResult } from './lib/report.js';
+import { renderMarkdown, renderSvg, toJSON, writeChart, type Machine, type Report, type ScenarioResult } from './lib/report.js';
 import { blobScenarios, skopeoScenarios, smallScenarios, tagsPerResponse, type Scenario, type SmallSettings } from './lib/scenarios.js';
 import { MiB } from './lib/stats.js';
 
@@ -221,6 +221,8 @@ async function main(): Promise<number> {
     notes.push('rsvg-convert (Debian package librsvg2-bin) is missing: the chart is SVG only.');
   }
   await writeFile(out, renderMarkdown(report));
+  // the raw samples, so the page and the chart can be rendered again (bench/render.ts)
+  await writeFile(`${stem}.json`, JSON.stringify(toJSON(report), null, 1));
   log(`results: ${relative(process.cwd(), out)}${png ? ` and ${relative(process.cwd(), stem)}.png` : ' (SVG chart only: rsvg-convert is missing)'}`);
   return results.some((r) => r.error) ? 1 : 0;
 }

@@ -229,20 +229,23 @@ export function renderSvg(report: Report): string {
   const gap = 40;
   const width = labelW + 2 * panelW + gap + 30;
   const height = top + rows.length * rowH + 50;
-  const range = 3; // log2: 1/8× .. 8×
+  const [lo, hi] = [-3, 5]; // log2: 1/8× .. 32×
   const x = (panel: number, r: number) => {
-    const l = Math.max(-range, Math.min(range, Math.log2(r)));
-    return labelW + panel * (panelW + gap) + ((l + range) / (2 * range)) * panelW;
+    const l = Math.max(lo, Math.min(hi, Math.log2(r)));
+    return labelW + panel * (panelW + gap) + ((l - lo) / (hi - lo)) * panelW;
   };
   const out: string[] = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12">`);
   out.push(`<rect width="100%" height="100%" fill="white"/>`);
   out.push(`<text x="10" y="22" font-size="15" font-weight="bold">${esc(`berth / CNCF Distribution, ${report.machine.started.toISOString().slice(0, 10)}${report.quick ? ' (quick smoke run)' : ''}`)}</text>`);
+  rows.forEach((_, i) => {
+    if (i % 2 === 0) out.push(`<rect x="0" y="${top + i * rowH}" width="${width}" height="${rowH}" fill="#f2f2f2"/>`);
+  });
   const titles = ['throughput ratio (higher is better)', 'peak RSS ratio (lower is better)'];
   for (const panel of [0, 1]) {
     const x0 = labelW + panel * (panelW + gap);
     out.push(`<text x="${x0 + panelW / 2}" y="48" text-anchor="middle" font-weight="bold">${titles[panel]}</text>`);
-    for (const tick of [0.125, 0.25, 0.5, 1, 2, 4, 8]) {
+    for (const tick of [0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32]) {
       const tx = x(panel, tick);
       out.push(`<line x1="${tx}" y1="${top - 8}" x2="${tx}" y2="${top + rows.length * rowH}" stroke="${tick === 1 ? '#333' : '#ddd'}" stroke-width="${tick === 1 ? 1.5 : 1}"/>`);
       out.push(`<text x="${tx}" y="${top + rows.length * rowH + 16}" text-anchor="middle" fill="#555">${tick < 1 ? `1/${1 / tick}` : tick}×</text>`);
@@ -252,7 +255,6 @@ export function renderSvg(report: Report): string {
     const y = top + i * rowH;
     const { b, r } = both(result);
     out.push(`<text x="${labelW - 8}" y="${y + 15}" text-anchor="end">${esc(result.scenario.id)}</text>`);
-    if (i % 2 === 0) out.push(`<rect x="0" y="${y}" width="${labelW - 2}" height="${rowH}" fill="#f4f4f4" opacity="0.6"/>`);
     const bars: [number, number | undefined, boolean][] = [
       [0, ratio(b?.throughput, r?.throughput), true],
       [1, ratio(b?.peakRss, r?.peakRss), false],
@@ -281,4 +283,49 @@ export async function writeChart(svgFile: string, pngFile: string, svg: string):
   } catch {
     return false;
   }
+}
+
+// ------------------------------------------------------------------------------------------------
+// raw results: written next to the page, read back by bench/render.ts
+
+export interface SavedScenario {
+  id: string;
+  group: Scenario['group'];
+  title: string;
+  unit: Scenario['unit'];
+  note?: string;
+  rounds: number;
+  samples: ScenarioResult['samples'];
+  error?: string;
+}
+
+export type SavedReport = Omit<Report, 'results'> & { results: SavedScenario[] };
+
+export function toJSON(report: Report): SavedReport {
+  return {
+    ...report,
+    results: report.results.map((r) => ({
+      id: r.scenario.id,
+      group: r.scenario.group,
+      title: r.scenario.title,
+      unit: r.scenario.unit,
+      note: r.scenario.note,
+      rounds: r.scenario.rounds,
+      samples: r.samples,
+      error: r.error,
+    })),
+  };
+}
+
+export function fromJSON(saved: SavedReport): Report {
+  const date = (d: unknown) => new Date(d as string);
+  return {
+    ...saved,
+    machine: { ...saved.machine, started: date(saved.machine.started), finished: date(saved.machine.finished) },
+    results: saved.results.map((r) => ({
+      scenario: { id: r.id, group: r.group, title: r.title, unit: r.unit, note: r.note, rounds: r.rounds, run: () => Promise.reject(new Error('saved result')) },
+      samples: r.samples,
+      error: r.error,
+    })),
+  };
 }
