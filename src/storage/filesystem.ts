@@ -26,6 +26,9 @@ import {
 
 const NAME = 'filesystem';
 
+/** bytes per read of a blob stream */
+const READ_CHUNK = 1024 * 1024;
+
 /** putContent's temp files: `.<name>.<16 hex>.tmp`, hidden from list and walk. */
 const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
 
@@ -98,7 +101,8 @@ export class FilesystemDriver implements StorageDriver {
       if (!Number.isSafeInteger(offset) || offset < 0 || offset > st.size) {
         throw new InvalidOffsetError(path, offset, NAME);
       }
-      return fh.createReadStream({ start: offset }); // closes the handle at end or destroy
+      // 1 MiB reads: a 64 KiB default costs a threadpool round trip, a Buffer and a socket write per 64 KiB
+      return fh.createReadStream({ start: offset, highWaterMark: READ_CHUNK }); // closes the handle at end or destroy
     } catch (err) {
       await fh.close();
       throw err instanceof StorageError ? err : toStorageError(err, path);

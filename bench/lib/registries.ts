@@ -1,0 +1,124 @@
+/**
+ * The two registries under test, as child processes on 127.0.0.1, each with filesystem storage
+ * under its own root: berth (compiled, `node .tmp/bench-dist/cli.js serve`) and CNCF Distribution 2.8
+ * (Debian's docker-registry). Both run without per-request logging (berth: access log off, level
+ * warn; Distribution: access log off, level warn), so neither pays for log lines the other skips.
+ */
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { REPO_ROOT } from '../../test/helpers/berth-process.js';
+import { freePort } from '../../test/helpers/ports.js';
+import { cleanEnv, killPid, spawnLogged, waitForHttp } from '../../test/helpers/processes.js';
+import { REFERENCE_REGISTRY_BIN, startReferenceRegistry } from '../../test/helpers/reference-registry.js';
+
+export type RegistryName = 'berth' | 'distribution';
+
+export interface Registry {
+  name: RegistryName;
+  url: string;
+  /** host:port, for skopeo */
+  host: string;
+  pid: number;
+  root: string;
+  stop(): Promise<void>;
+  logs(): string;
+}
+
+export interface StartOptions {
+  /** write a V8 CPU profile of berth (node --cpu-prof) into this directory when it exits */
+  cpuProfileDir?: string;
+  /** run src/ through tsx (as the tests do) instead of the compiled JavaScript */
+  fromSource?: boolean;
+}
+
+/**
+ * Compiles berth (tsc -p tsconfig.build.json) into .tmp/bench-dist of the repository, so it runs
+ * as it does in production (`npm run build`, `berth serve`), without tsx's loader in the process.
+ * Inside the repository, so the compiled modules find node_modules.
+ */
+export function buildBerth(): string {
+  const outDir = join(REPO_ROOT, '.tmp', 'bench-dist');
+  rmSync(outDir, { recursive: true, force: true });
+  execFileSync(process.execPath, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: REPO_ROOT, stdio: 'inherit' });
+  return join(outDir, 'cli.js');
+}
+
+export async function startBerth(root: string, cli: string | undefined, options: StartOptions = {}): Promise<Registry> {
+  const configDir = await mkdtemp(join(tmpdir(), 'berth-bench-config-'));
+  const configFile = join(configDir, 'config.yml');
+  const nodeArgs = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
+  const args = cli && !options.fromSource ? [...nodeArgs, cli] : [...nodeArgs, '--import', 'tsx', 'src/cli.ts'];
+  let lastError: unknown;
+  try {
+    // freePort() races with other processes until the child binds: retry on "address in use"
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const port = await freePort();
+      await writeFile(
+        configFile,
+        stringify({
+          version: '0.1',
+          log: { level: 'warn', accesslog: { disabled: true } },
+          storage: { filesystem: { rootdirectory: root }, delete: { enabled: true }, maintenance: { uploadpurging: { enabled: false } } },
+          http: { addr: `127.0.0.1:${port}`, secret: 'berth-bench-secret' },
+        }),
+      );
+      const proc = await spawnLogged(process.execPath, [...args, 'serve', configFile], {
+        cwd: REPO_ROOT,
+        env: cleanEnv({ dropPrefixes: ['REGISTRY_'] }),
+        label: `berth:${port}`,
+      });
+      const url = `http://127.0.0.1:${port}`;
+      try {
+        await waitForHttp(`${url}/v2/`, { process: proc, timeoutMs: 30_000, name: 'berth' });
+      } catch (err) {
+        lastError = err;
+        await killPid(proc, { graceMs: 1000 }).catch(() => undefined);
+        if (/EADDRINUSE|address already in use/i.test(proc.logs())) continue;
+        break;
+      }
+      let stopped: Promise<void> | undefined;
+      return {
+        name: 'berth',
+        url,
+        host: new URL(url).host,
+        pid: proc.pid,
+        root,
+        logs: () => proc.logs(),
+        // SIGTERM lets berth drain and exit (writing the CPU profile); SIGKILL after 15 s
+        stop: () => (stopped ??= killPid(proc, { graceMs: 15_000 }).finally(() => rm(configDir, { recursive: true, force: true }))),
+      };
+    }
+  } catch (err) {
+    lastError = err;
+  }
+  await rm(configDir, { recursive: true, force: true });
+  throw lastError;
+}
+
+export async function startDistribution(root: string): Promise<Registry> {
+  const ref = await startReferenceRegistry({
+    rootdirectory: root,
+    config: { log: { level: 'warn', accesslog: { disabled: true } } },
+  });
+  return {
+    name: 'distribution',
+    url: ref.url,
+    host: new URL(ref.url).host,
+    pid: ref.pid,
+    root,
+    logs: () => ref.logs(),
+    stop: () => ref.stop(),
+  };
+}
+
+export function distributionVersion(): string {
+  try {
+    return execFileSync(REFERENCE_REGISTRY_BIN, ['--version'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
