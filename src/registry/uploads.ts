@@ -41,6 +41,7 @@ interface HashState {
 }
 
 const MAX_HASH_STATES = 10_000;
+const WRITE_BATCH_BYTES = 1 << 20;
 
 export class UploadSessions {
   private readonly locks = new KeyedLock();
@@ -115,14 +116,29 @@ export class UploadSessions {
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
     let state: HashState | undefined;
     let received = false;
+    // socket chunks (~64 KiB) are gathered into ~1 MiB writes: one storage call per MiB, not per chunk
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    const flush = async (hash: Hash) => {
+      if (pendingBytes === 0) return;
+      const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+      await writer.write(data);
+      hash.update(data);
+    };
     try {
       state = await this.hashState(name, uuid, writer.size);
       for await (const chunk of body) {
-        await writer.write(chunk);
-        state.hash.update(chunk);
+        pending.push(chunk);
+        pendingBytes += chunk.length;
+        if (pendingBytes >= WRITE_BATCH_BYTES) await flush(state.hash);
       }
+      await flush(state.hash);
       received = true;
     } finally {
+      // what arrived before a disconnect is kept
+      if (state && !received) await flush(state.hash).catch(() => undefined);
       this.hashes.delete(uuid);
       await (received && last ? writer.commit() : writer.close());
       if (state) this.remember(uuid, { hash: state.hash, offset: writer.size });

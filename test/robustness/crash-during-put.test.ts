@@ -96,7 +96,8 @@ async function putAndKillOn(server: BerthProcess, blob: PatternBlob, point: Kill
     if ('stored' in point) {
       yield* blob.chunks(0, point.stored);
       try {
-        await waitStored(location, point.stored);
+        // the server persists in writes of up to 1 MiB: the last part of what was sent may still be pending
+        await waitStored(location, point.stored - MiB);
       } catch (err) {
         bodyError = err;
         throw err;
@@ -177,7 +178,8 @@ describe('kill -9 during a PUT never leaves a corrupt blob that is served (child
           assert.ok(outcome instanceof Error || outcome.status !== 201, 'the PUT answered 201 but the blob is not served');
           assert.equal(status.status, 204, 'the blob is not served and its upload is gone');
           const k = rangeSize(status.headers.get('range') ?? undefined);
-          if ('stored' in point) assert.ok(k >= point.stored && k < blob.size, `the upload holds ${k} bytes, ${point.stored} were stored before the kill`);
+          // a kill loses at most the write that was still gathering (under 1 MiB) of the request in flight
+          if ('stored' in point) assert.ok(k >= point.stored - MiB && k < blob.size, `the upload holds ${k} bytes, ${point.stored - MiB} or more were stored before the kill`);
           const put = new URL(status.headers.get('location')!, server.url);
           put.searchParams.set('digest', blob.digest());
           // every byte may have arrived before the kill (then the PUT only needs repeating, without a body)
