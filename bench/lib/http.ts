@@ -5,6 +5,7 @@
  */
 import { request, type IncomingHttpHeaders } from 'node:http';
 import type { PatternBlob } from '../../test/helpers/berth-process.js';
+import { drained } from '../../test/helpers/backpressure.js';
 
 export interface Answer {
   status: number;
@@ -59,17 +60,7 @@ export function send(method: string, url: string | URL, options: SendOptions = {
     void (async () => {
       for (const chunk of options.body ?? []) {
         if (failed) return;
-        if (!req.write(chunk)) {
-          await new Promise<void>((ok) => {
-            const done = () => {
-              req.off('drain', done);
-              req.off('close', done);
-              ok();
-            };
-            req.on('drain', done);
-            req.on('close', done);
-          });
-        }
+        if (!req.write(chunk)) await drained(req);
       }
       if (!failed) req.end();
     })().catch(fail);

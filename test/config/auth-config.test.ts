@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { configProblems } from '../helpers/config.js';
 import { ConfigError, maskSecrets, validateConfig } from '../../src/config/load.js';
 import { createApp } from '../../src/app.js';
 import { pino } from 'pino';
@@ -11,13 +12,7 @@ import { pino } from 'pino';
 const base = { version: '0.1', storage: { inmemory: {} } };
 
 function problems(raw: Record<string, unknown>): string[] {
-  try {
-    validateConfig({ ...base, ...raw }, 'test');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, String(err));
-    return err.problems;
-  }
-  assert.fail('expected a ConfigError');
+  return configProblems(() => validateConfig({ ...base, ...raw }, 'test'));
 }
 
 describe('auth configuration', () => {

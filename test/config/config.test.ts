@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { configProblems } from '../helpers/config.js';
 import { ConfigError, loadConfig, maskSecrets, validateConfig } from '../../src/config/load.js';
 import { parseDuration } from '../../src/config/duration.js';
 
@@ -17,15 +18,7 @@ async function configFile(text: string): Promise<string> {
   return file;
 }
 
-function problems(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, String(err));
-    return err.problems;
-  }
-  assert.fail('expected a ConfigError');
-}
+const problems = configProblems;
 
 describe('configuration', () => {
   it('has a built-in default: filesystem under ./data, :5000 on every interface, deletes enabled', async () => {

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createApp } from '../../src/app.js';
+import { configProblems } from '../helpers/config.js';
 import { ConfigError, validateConfig } from '../../src/config/load.js';
 import { pino } from 'pino';
 
@@ -16,15 +17,7 @@ function config(s3: Record<string, unknown>, extra: Record<string, unknown> = {}
   return validateConfig({ version: '0.1', storage: { s3 }, ...extra }, 'test');
 }
 
-function problems(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, String(err));
-    return err.problems;
-  }
-  assert.fail('expected a ConfigError');
-}
+const problems = configProblems;
 
 describe('storage.s3 configuration', () => {
   it('applies every default of table 2.9', () => {

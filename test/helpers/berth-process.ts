@@ -22,6 +22,7 @@ import { stringify } from 'yaml';
 import { merge, type Overrides } from './berth.js';
 import { freePort } from './ports.js';
 import { cleanEnv, killPid, spawnLogged, waitForHttp, type LoggedProcess } from './processes.js';
+import { drained } from './backpressure.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -317,17 +318,7 @@ export function streamRequest(url: string | URL, options: StreamRequestOptions):
           if (failed) return;
           hash.update(chunk);
           sent += chunk.length;
-          if (!req.write(chunk)) {
-            await new Promise<void>((ok) => {
-              const done = () => {
-                req.off('drain', done);
-                req.off('close', done);
-                ok();
-              };
-              req.on('drain', done);
-              req.on('close', done);
-            });
-          }
+          if (!req.write(chunk)) await drained(req);
         }
       }
       if (!failed) req.end();
