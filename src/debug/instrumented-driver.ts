@@ -38,8 +38,8 @@ export class InstrumentedDriver implements StorageDriver {
   putContent(path: string, data: Buffer): Promise<void> {
     return this.time('putcontent', () => this.inner.putContent(path, data));
   }
-  reader(path: string, offset?: number): Promise<Readable> {
-    return this.time('reader', () => this.inner.reader(path, offset));
+  reader(path: string, offset?: number, length?: number): Promise<Readable> {
+    return this.time('reader', () => this.inner.reader(path, offset, length));
   }
   writer(path: string, append: boolean): Promise<FileWriter> {
     return this.time('writer', () => this.inner.writer(path, append));

@@ -34,9 +34,10 @@ export class BlobStore {
     return (await unlessMissing(this.driver.stat(layout.blobData(digest))))?.size;
   }
 
-  async open(digest: Digest, offset = 0): Promise<Readable> {
+  /** the blob's bytes from `offset`, `length` of them (to the end when undefined) */
+  async open(digest: Digest, offset = 0, length?: number): Promise<Readable> {
     try {
-      return await this.driver.reader(layout.blobData(digest), offset);
+      return await this.driver.reader(layout.blobData(digest), offset, length);
     } catch (err) {
       if (err instanceof PathNotFoundError) throw blobUnknown(digest);
       throw err;

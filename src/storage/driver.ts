@@ -60,8 +60,11 @@ export interface StorageDriver {
   getContent(path: string): Promise<Buffer>;
   /** atomic: concurrent readers see the old content or the new, never a mix or a prefix */
   putContent(path: string, data: Buffer): Promise<void>;
-  /** stream of the file's bytes from `offset`; offset past the end -> InvalidOffsetError */
-  reader(path: string, offset?: number): Promise<Readable>;
+  /**
+   * stream of the file's bytes from `offset`, at most `length` of them (to the end when
+   * undefined); offset past the end -> InvalidOffsetError
+   */
+  reader(path: string, offset?: number, length?: number): Promise<Readable>;
   writer(path: string, append: boolean): Promise<FileWriter>;
   stat(path: string): Promise<FileInfo>;
   /** full paths of the direct children, sorted lexically */
@@ -120,6 +123,13 @@ export class InvalidPathError extends StorageError {
   constructor(readonly path: string, driver: string) {
     super(`${driver}: invalid path: ${JSON.stringify(path)} (must match ${PATH_PATTERN})`, driver);
   }
+}
+
+/** where a read of `length` bytes (to the end when undefined) from `offset` stops in a file of `size` bytes */
+export function readEnd(offset: number, length: number | undefined, size: number): number {
+  if (length === undefined) return size;
+  if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`read length ${length} is not a byte count`);
+  return Math.min(size, offset + length);
 }
 
 export class InvalidOffsetError extends StorageError {

@@ -22,11 +22,13 @@ import {
   type StorageDriver,
   type WalkFn,
   type WalkOptions,
+  readEnd,
 } from './driver.js';
+import { FileReadStream } from './file-read-stream.js';
 
 const NAME = 'filesystem';
 
-/** bytes per read of a blob stream */
+/** bytes per read of a blob stream: 64 KiB would cost a threadpool round trip and a socket write per 64 KiB */
 const READ_CHUNK = 1024 * 1024;
 
 /** putContent's temp files: `.<name>.<16 hex>.tmp`, hidden from list and walk. */
@@ -86,7 +88,7 @@ export class FilesystemDriver implements StorageDriver {
     }
   }
 
-  async reader(path: string, offset = 0): Promise<Readable> {
+  async reader(path: string, offset = 0, length?: number): Promise<Readable> {
     checkPath(path, NAME);
     let fh: FileHandle;
     try {
@@ -101,8 +103,7 @@ export class FilesystemDriver implements StorageDriver {
       if (!Number.isSafeInteger(offset) || offset < 0 || offset > st.size) {
         throw new InvalidOffsetError(path, offset, NAME);
       }
-      // 1 MiB reads: a 64 KiB default costs a threadpool round trip, a Buffer and a socket write per 64 KiB
-      return fh.createReadStream({ start: offset, highWaterMark: READ_CHUNK }); // closes the handle at end or destroy
+      return new FileReadStream(fh, offset, readEnd(offset, length, st.size), READ_CHUNK); // closes the handle at end or destroy
     } catch (err) {
       await fh.close();
       throw err instanceof StorageError ? err : toStorageError(err, path);

@@ -18,6 +18,7 @@ import {
   type StorageDriver,
   type WalkFn,
   type WalkOptions,
+  readEnd,
 } from './driver.js';
 
 const NAME = 'inmemory';
@@ -46,14 +47,15 @@ function segments(path: string): string[] {
   return path === '/' ? [] : path.slice(1).split('/');
 }
 
-async function* chunksFrom(chunks: Buffer[], offset: number): AsyncGenerator<Buffer> {
+/** the bytes [offset, end) of a file held as `chunks` */
+async function* chunksFrom(chunks: Buffer[], offset: number, end: number): AsyncGenerator<Buffer> {
+  let chunkStart = 0;
   for (const chunk of chunks) {
-    if (offset >= chunk.length) {
-      offset -= chunk.length;
-      continue;
+    const chunkEnd = chunkStart + chunk.length;
+    if (chunkEnd > offset && chunkStart < end) {
+      yield chunk.subarray(Math.max(0, offset - chunkStart), Math.min(chunk.length, end - chunkStart));
     }
-    yield chunk.subarray(offset);
-    offset = 0;
+    chunkStart = chunkEnd;
   }
 }
 
@@ -119,14 +121,14 @@ export class InMemoryDriver implements StorageDriver {
     this.place(path, file); // swapping in a finished node is what makes it atomic
   }
 
-  async reader(path: string, offset = 0): Promise<Readable> {
+  async reader(path: string, offset = 0, length?: number): Promise<Readable> {
     checkPath(path, NAME);
     const file = this.file(path);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset > file.size) {
       throw new InvalidOffsetError(path, offset, NAME);
     }
     // chunks are never changed once appended, so a copy of the list is a consistent snapshot
-    return Readable.from(chunksFrom([...file.chunks], offset), { objectMode: false });
+    return Readable.from(chunksFrom([...file.chunks], offset, readEnd(offset, length, file.size)), { objectMode: false });
   }
 
   async writer(path: string, append: boolean): Promise<FileWriter> {

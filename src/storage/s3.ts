@@ -54,6 +54,7 @@ import {
   type StorageDriver,
   type WalkFn,
   type WalkOptions,
+  readEnd,
 } from './driver.js';
 
 const NAME = 's3';
@@ -260,25 +261,31 @@ export class S3Driver implements StorageDriver {
     );
   }
 
-  async reader(path: string, offset = 0): Promise<Readable> {
+  async reader(path: string, offset = 0, length?: number): Promise<Readable> {
     checkPath(path, NAME);
     if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidOffsetError(path, offset, NAME);
+    if (length === 0) return this.emptyRead(path, offset);
+    const last = length === undefined ? '' : String(readEnd(offset, length, Number.MAX_SAFE_INTEGER) - 1);
     try {
       const out = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: this.key(path), Range: offset > 0 ? `bytes=${offset}-` : undefined }),
+        // only the bytes asked for leave the store (a ranged blob GET reads just its range)
+        new GetObjectCommand({ Bucket: this.bucket, Key: this.key(path), Range: offset > 0 || last ? `bytes=${offset}-${last}` : undefined }),
       );
       return out.Body as Readable;
     } catch (err) {
       if (isNotFound(err)) throw new PathNotFoundError(path, NAME);
-      if (httpStatus(err) === 416) {
-        // offset at or past the end: at the end is an empty read, past it an error
-        const info = await this.head(path);
-        if (info === undefined) throw new PathNotFoundError(path, NAME);
-        if (offset === info.size) return Readable.from([]);
-        throw new InvalidOffsetError(path, offset, NAME);
-      }
+      // offset at or past the end: at the end is an empty read, past it an error
+      if (httpStatus(err) === 416) return this.emptyRead(path, offset);
       throw toStorageError(err, `GetObject ${path}`);
     }
+  }
+
+  /** a read of no bytes at `offset`, which must lie within the object or at its end */
+  private async emptyRead(path: string, offset: number): Promise<Readable> {
+    const info = await this.head(path);
+    if (info === undefined) throw new PathNotFoundError(path, NAME);
+    if (offset > info.size) throw new InvalidOffsetError(path, offset, NAME);
+    return Readable.from([]);
   }
 
   async writer(path: string, append: boolean): Promise<FileWriter> {

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import { get as httpGet } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
-import { errorCodes, pushBlob, randomBlob } from '../helpers/blobs.js';
+import { errorCodes, pushBlob, randomBlob, sha256 } from '../helpers/blobs.js';
 
 after(() => stopSharedCeph());
 
@@ -166,3 +167,48 @@ describe('blobs: deletes disabled and read-only mode', () => {
     }
   });
 });
+
+describe('blobs: a client that goes away mid-download (filesystem)', () => {
+  it('closes the file, and the blob is served whole to the next client', async () => {
+    const registry = await startBerth();
+    try {
+      const blob = randomBlob(16 * 1024 * 1024);
+      assert.equal((await pushBlob(registry.url, 'r', blob.data)).status, 201);
+      const dataFile = join(registry.root!, 'docker/registry/v2/blobs/sha256', blob.digest.slice(7, 9), blob.digest.slice(7), 'data');
+      const received = await new Promise<number>((resolve, reject) => {
+        const req = httpGet(`${registry.url}/v2/r/blobs/${blob.digest}`, (res) => {
+          res.once('data', (chunk: Buffer) => {
+            req.destroy(); // after the first bytes, well before the 16 MiB
+            resolve(chunk.length);
+          });
+        });
+        req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+      });
+      assert.ok(received < blob.data.length);
+      await waitFor(async () => (await openDescriptorsOf(dataFile)) === 0, 'the server to close the blob file');
+      const again = await fetch(`${registry.url}/v2/r/blobs/${blob.digest}`);
+      assert.equal(again.status, 200);
+      assert.equal(sha256(Buffer.from(await again.arrayBuffer())), blob.digest);
+      assert.equal(await openDescriptorsOf(dataFile), 0);
+    } finally {
+      await registry.stop();
+    }
+  });
+});
+
+/** how many of this process's file descriptors are open on `file` (the registry runs in-process) */
+async function openDescriptorsOf(file: string): Promise<number> {
+  let count = 0;
+  for (const fd of await readdir('/proc/self/fd')) {
+    if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')) === file) count++;
+  }
+  return count;
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomFillSync } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -28,6 +28,25 @@ export interface DriverSuiteOptions {
    * (default 60 MiB); null: no check, for drivers that keep content in RAM by design
    */
   maxMemoryGrowthBytes?: number | null;
+}
+
+/** pipes `stream` into a Writable that takes a while to finish each write and copies the bytes only then */
+function pipeSlowly(stream: Readable): Promise<Buffer> {
+  const copies: Buffer[] = [];
+  const dest = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      setTimeout(() => {
+        copies.push(Buffer.from(chunk));
+        done();
+      }, 2);
+    },
+  });
+  return new Promise((resolve, reject) => {
+    dest.on('finish', () => resolve(Buffer.concat(copies)));
+    dest.on('error', reject);
+    stream.on('error', reject);
+    stream.pipe(dest);
+  });
 }
 
 async function readAll(stream: Readable): Promise<Buffer> {
@@ -163,6 +182,32 @@ export function runDriverSuite(
         await driver.putContent('/r/file', content);
         await notFound(driver.reader('/r/missing'));
         await notFound(driver.reader('/r'));
+      });
+
+      it('reads `length` bytes from an offset, up to the end at most', async () => {
+        await driver.putContent('/r/file', content);
+        assert.equal((await readAll(await driver.reader('/r/file', 3, 5))).toString(), '34567');
+        assert.equal((await readAll(await driver.reader('/r/file', 0, 1))).toString(), '0');
+        assert.equal((await readAll(await driver.reader('/r/file', 12, 100))).toString(), 'cdef');
+        assert.equal((await readAll(await driver.reader('/r/file', 5, 0))).length, 0);
+        assert.equal((await readAll(await driver.reader('/r/file', content.length, 4))).length, 0);
+        await assert.rejects(driver.reader('/r/file', content.length + 1, 0), InvalidOffsetError);
+        await notFound(driver.reader('/r/missing', 0, 0));
+      });
+
+      it('pipes ranges of a large file into a slow destination byte for byte', async () => {
+        // several read chunks, written with a pause before each write completes: a reader that
+        // reused a buffer before its write finished would hand the destination changed bytes
+        const big = randomBytes(3 * MiB + 12_345);
+        const w = await driver.writer('/r/big', false);
+        await w.write(big);
+        await w.commit();
+        for (const [offset, length] of [[0, undefined], [1, big.length - 2], [MiB - 7, MiB + 14], [big.length - 3, 3]] as const) {
+          const got = await pipeSlowly(await driver.reader('/r/big', offset, length));
+          const want = big.subarray(offset, length === undefined ? undefined : offset + length);
+          assert.equal(got.length, want.length, `offset ${offset} length ${length}`);
+          assert.ok(got.equals(want), `offset ${offset} length ${length}: bytes differ`);
+        }
       });
     });
 

@@ -1,5 +1,4 @@
 /** GET, HEAD and DELETE /v2/<name>/blobs/<digest> (spec 4.6, 4.7). */
-import { Readable } from 'node:stream';
 import { parseDigest } from '../../registry/digest.js';
 import { RegistryError } from '../../registry/errors.js';
 import type { Handler } from '../context.js';
@@ -49,23 +48,10 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) =
   reply.header('content-length', length);
   if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${size}`);
   if (req.method === 'HEAD') return reply.send();
-  const stream = await blobs.open(digest, start);
+  const stream = await blobs.open(digest, start, length);
   blobEvent(req, services, 'pull', { name: route.name, digest, size });
-  return reply.send(range ? Readable.from(limit(stream, length)) : stream);
+  return reply.send(stream);
 };
-
-/** the first `length` bytes of `stream` */
-async function* limit(stream: AsyncIterable<Buffer>, length: number): AsyncGenerator<Buffer> {
-  let left = length;
-  for await (const chunk of stream) {
-    if (chunk.length >= left) {
-      yield chunk.subarray(0, left);
-      return;
-    }
-    left -= chunk.length;
-    yield chunk;
-  }
-}
 
 export const deleteBlob: Handler<BlobRoute> = async (req, reply, route, services) => {
   const { blobs, config } = services;

@@ -145,8 +145,8 @@ export class CloudFrontMiddleware implements StorageDriver {
   putContent(path: string, data: Buffer): Promise<void> {
     return this.inner.putContent(path, data);
   }
-  reader(path: string, offset?: number) {
-    return this.inner.reader(path, offset);
+  reader(path: string, offset?: number, length?: number) {
+    return this.inner.reader(path, offset, length);
   }
   writer(path: string, append: boolean): Promise<FileWriter> {
     return this.inner.writer(path, append);
