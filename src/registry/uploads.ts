@@ -5,7 +5,7 @@
  * only as a shortcut and recomputed from the stored bytes after a restart or on another instance.
  */
 import { randomUUID, createHash, type Hash } from 'node:crypto';
-import { PathNotFoundError, unlessMissing, type StorageDriver } from '../storage/driver.js';
+import { PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../storage/layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
 import { hasherDigest, newHasher, parseVerifiableDigest, type Digest } from './digest.js';
@@ -116,32 +116,19 @@ export class UploadSessions {
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
     let state: HashState | undefined;
     let received = false;
-    // socket chunks (~64 KiB) are gathered into ~1 MiB writes: one storage call per MiB, not per chunk
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    const flush = async (hash: Hash) => {
-      if (pendingBytes === 0) return;
-      const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
-      pending = [];
-      pendingBytes = 0;
-      await writer.write(data);
-      hash.update(data);
-    };
+    const batches = new WriteBatches(writer);
     try {
       state = await this.hashState(name, uuid, writer.size);
-      for await (const chunk of body) {
-        pending.push(chunk);
-        pendingBytes += chunk.length;
-        if (pendingBytes >= WRITE_BATCH_BYTES) await flush(state.hash);
-      }
-      await flush(state.hash);
+      for await (const chunk of body) await batches.add(chunk, state.hash);
+      await batches.flush(state.hash);
       received = true;
     } finally {
       // what arrived before a disconnect is kept
-      if (state && !received) await flush(state.hash).catch(() => undefined);
+      if (state && !received) await batches.flush(state.hash).catch(() => undefined);
       this.hashes.delete(uuid);
       await (received && last ? writer.commit() : writer.close());
-      if (state) this.remember(uuid, { hash: state.hash, offset: writer.size });
+      // the hash covers what was handed to the writer; after a failed write it is of no use
+      if (state && writer.size === state.offset + batches.hashedBytes) this.remember(uuid, { hash: state.hash, offset: writer.size });
     }
     return writer.size;
   }
@@ -208,4 +195,44 @@ function checkRange(size: number, range: ChunkRange | undefined): void {
 
 export function uploadUnknown(uuid: string): RegistryError {
   return new RegistryError('BLOB_UPLOAD_UNKNOWN', undefined, { detail: { uuid } });
+}
+
+/**
+ * Gathers socket chunks (~64 KiB) into writes of about 1 MiB, one storage call per MiB. While a
+ * batch is being written (on the threadpool, or sent to S3) the next one fills and the written one
+ * is hashed, so receiving, hashing and writing overlap.
+ */
+class WriteBatches {
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  private inFlight: Promise<void> = Promise.resolve();
+  /** bytes handed to the writer and the hash so far */
+  hashedBytes = 0;
+
+  constructor(private readonly writer: FileWriter) {}
+
+  async add(chunk: Buffer, hash: Hash): Promise<void> {
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+    if (this.bytes >= WRITE_BATCH_BYTES) await this.send(hash);
+  }
+
+  /** writes what is gathered and waits until every write is done */
+  async flush(hash: Hash): Promise<void> {
+    await this.send(hash);
+    await this.inFlight;
+  }
+
+  /** starts writing the gathered chunks once the previous write is done, then hashes them meanwhile */
+  private async send(hash: Hash): Promise<void> {
+    await this.inFlight;
+    if (this.bytes === 0) return;
+    const batch = this.chunks;
+    this.chunks = [];
+    this.bytes = 0;
+    this.inFlight = this.writer.write(batch);
+    this.inFlight.catch(() => undefined); // a failure surfaces at the next send or flush
+    for (const chunk of batch) hash.update(chunk);
+    this.hashedBytes += batch.reduce((n, chunk) => n + chunk.length, 0);
+  }
 }

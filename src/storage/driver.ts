@@ -44,8 +44,11 @@ export interface WalkOptions {
 export interface FileWriter {
   /** bytes in the file so far, including those of earlier writers when appending */
   readonly size: number;
-  /** appends a chunk; resolves when the driver has accepted it (apply backpressure by awaiting) */
-  write(chunk: Buffer): Promise<void>;
+  /**
+   * appends a chunk, or several in order; resolves when the driver has accepted them (apply
+   * backpressure by awaiting; one write at a time). The caller must not change the bytes until then.
+   */
+  write(data: Buffer | readonly Buffer[]): Promise<void>;
   /** persists what was written and releases the writer; the file can be appended to later */
   close(): Promise<void>;
   /** finishes the file: after it, it is complete and no longer writable */
@@ -123,6 +126,11 @@ export class InvalidPathError extends StorageError {
   constructor(readonly path: string, driver: string) {
     super(`${driver}: invalid path: ${JSON.stringify(path)} (must match ${PATH_PATTERN})`, driver);
   }
+}
+
+/** what FileWriter.write was given, as a list of chunks */
+export function chunksOf(data: Buffer | readonly Buffer[]): readonly Buffer[] {
+  return Buffer.isBuffer(data) ? [data] : (data as readonly Buffer[]);
 }
 
 /** where a read of `length` bytes (to the end when undefined) from `offset` stops in a file of `size` bytes */

@@ -23,6 +23,7 @@ import {
   type WalkFn,
   type WalkOptions,
   readEnd,
+  chunksOf,
 } from './driver.js';
 import { FileReadStream } from './file-read-stream.js';
 
@@ -237,21 +238,25 @@ class FsWriter implements FileWriter {
     public size: number,
   ) {}
 
-  write(chunk: Buffer): Promise<void> {
+  write(data: Buffer | readonly Buffer[]): Promise<void> {
     if (this.finished) return Promise.reject(this.finishedError());
-    this.pending = this.pending.then(() => this.writeAll(chunk));
+    const chunks = chunksOf(data);
+    this.pending = this.pending.then(() => this.writeAll(chunks));
     return this.pending;
   }
 
-  private async writeAll(chunk: Buffer): Promise<void> {
+  /** one writev for all chunks (no copy into one buffer); continues after a short write */
+  private async writeAll(chunks: readonly Buffer[]): Promise<void> {
+    let left = chunks.filter((c) => c.length > 0);
     try {
-      for (let done = 0; done < chunk.length; ) {
-        done += (await this.fh.write(chunk, done, chunk.length - done)).bytesWritten;
+      while (left.length > 0) {
+        const { bytesWritten } = await this.fh.writev(left);
+        this.size += bytesWritten;
+        left = withoutFirstBytes(left, bytesWritten);
       }
     } catch (err) {
       throw toStorageError(err, this.path, []);
     }
-    this.size += chunk.length;
   }
 
   close(): Promise<void> {
@@ -282,4 +287,18 @@ class FsWriter implements FileWriter {
   private finishedError(): UnsupportedMethodError {
     return new UnsupportedMethodError(`${NAME}: writer for ${this.path} already closed`, NAME);
   }
+}
+
+/** `chunks` less their first `count` bytes */
+function withoutFirstBytes(chunks: readonly Buffer[], count: number): Buffer[] {
+  const rest: Buffer[] = [];
+  for (const chunk of chunks) {
+    if (count >= chunk.length) {
+      count -= chunk.length;
+      continue;
+    }
+    rest.push(count > 0 ? chunk.subarray(count) : chunk);
+    count = 0;
+  }
+  return rest;
 }

@@ -19,6 +19,7 @@ import {
   type WalkFn,
   type WalkOptions,
   readEnd,
+  chunksOf,
 } from './driver.js';
 
 const NAME = 'inmemory';
@@ -213,9 +214,9 @@ class MemWriter implements FileWriter {
     return this.file.size;
   }
 
-  async write(chunk: Buffer): Promise<void> {
+  async write(data: Buffer | readonly Buffer[]): Promise<void> {
     this.check();
-    this.file.append(chunk);
+    for (const chunk of chunksOf(data)) this.file.append(chunk);
   }
 
   async close(): Promise<void> {

@@ -55,6 +55,7 @@ import {
   type WalkFn,
   type WalkOptions,
   readEnd,
+  chunksOf,
 } from './driver.js';
 
 const NAME = 's3';
@@ -588,13 +589,15 @@ class S3Writer implements FileWriter {
     return this.driver.options.chunksize;
   }
 
-  async write(chunk: Buffer): Promise<void> {
+  async write(data: Buffer | readonly Buffer[]): Promise<void> {
     this.check();
-    if (chunk.length === 0) return;
-    this.buffer.push(Buffer.from(chunk)); // a copy: the caller may reuse its buffer
-    this.buffered += chunk.length;
-    this.total += chunk.length;
-    this.dirty = true;
+    for (const chunk of chunksOf(data)) {
+      if (chunk.length === 0) continue;
+      this.buffer.push(Buffer.from(chunk)); // a copy: the caller may reuse its buffer once this resolves
+      this.buffered += chunk.length;
+      this.total += chunk.length;
+      this.dirty = true;
+    }
     while (this.buffered >= this.chunkSize) {
       const part = this.takePart(this.chunkSize);
       await this.settle(); // at most one part in flight

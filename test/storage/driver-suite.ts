@@ -212,6 +212,17 @@ export function runDriverSuite(
     });
 
     describe('writer', () => {
+      it('writes a list of chunks in order, empty ones included', async () => {
+        const w = await driver.writer('/w/chunks', false);
+        await w.write([Buffer.from('ab'), Buffer.alloc(0), Buffer.from('cde')]);
+        assert.equal(w.size, 5);
+        await w.write([]);
+        await w.write([Buffer.from('f')]);
+        assert.equal(w.size, 6);
+        await w.commit();
+        assert.equal((await driver.getContent('/w/chunks')).toString(), 'abcdef');
+      });
+
       it('appends across writers: write, close, reopen with append, continue, commit', async () => {
         const first = await driver.writer('/w/upload', false);
         assert.equal(first.size, 0);
