@@ -123,6 +123,7 @@ describe('filesystem driver on disk', () => {
       const settling = new FilesystemDriver({ rootdirectory: root, settleMs: 200 });
       await settling.putContent('/d/a', Buffer.from('x'));
       const { mtime } = await stat(join(root, 'd'));
+      await utimes(join(root, 'd'), mtime, mtime); // whole milliseconds, which utimes can set again below
       const before = await settling.childrenVersion('/d');
       await writeFile(join(root, 'd/b'), 'same tick');
       await utimes(join(root, 'd'), mtime, mtime);
