@@ -31,6 +31,8 @@ export class TagStore {
    * once a directory is 2 s past its last change, the in-memory driver always, S3 never.
    */
   private readonly cache: ListingCache;
+  /** listings under way, by tags directory, with the token they were started under */
+  private readonly reading = new Map<string, { version: string; names: Promise<readonly string[]> }>();
 
   constructor(
     private readonly driver: StorageDriver,
@@ -47,17 +49,32 @@ export class TagStore {
     const dir = layout.tagsDir(name);
     // taken before the listing, so a change during the listing makes the next token differ
     const version = await unlessMissing(this.driver.childrenVersion(dir));
-    if (version !== undefined) {
-      // the tags directory exists, so `_manifests` does: a repository, no need to check
-      const cached = this.cache.get(dir, version);
-      if (cached !== undefined) return cached;
-    } else {
+    if (version === undefined) {
       this.cache.delete(dir); // gone, or changed too recently: what it holds is of no more use
       await checkRepository(this.driver, name);
+      const names = await unlessMissing(this.driver.listNames(dir));
+      return names === undefined ? NONE : Object.freeze(names);
     }
+    // the tags directory exists, so `_manifests` does: a repository, no need to check
+    const cached = this.cache.get(dir, version);
+    if (cached !== undefined) return cached;
+    // Requests that got the same token share one listing: it was read after that token was first
+    // handed out, and nothing changed until this request got it. (A restart under load reads the
+    // directory once, not once per waiting request.)
+    const pending = this.reading.get(dir);
+    if (pending?.version === version) return pending.names;
+    const names = this.read(dir, version);
+    this.reading.set(dir, { version, names });
+    try {
+      return await names;
+    } finally {
+      if (this.reading.get(dir)?.names === names) this.reading.delete(dir);
+    }
+  }
+
+  private async read(dir: string, version: string): Promise<readonly string[]> {
     const names = await unlessMissing(this.driver.listNames(dir));
-    if (names === undefined) return NONE;
-    return version === undefined ? Object.freeze(names) : this.cache.set(dir, version, names);
+    return names === undefined ? NONE : this.cache.set(dir, version, names);
   }
 
   /** listings and names in the cache */

@@ -160,6 +160,21 @@ for (const [driverName, make] of drivers) {
         assert.deepEqual(cachedStore.cached, { entries: 1, names: 3 });
       });
 
+      it('requests that arrive while the directory is being read share that one listing', async () => {
+        await tag(driver, 'lib/app', 'a', 'b');
+        await made.settle();
+        const lists = await Promise.all(Array.from({ length: 20 }, () => cachedStore.list('lib/app')));
+        for (const list of lists) assert.equal(list, lists[0]);
+        assert.deepEqual(lists[0], ['a', 'b']);
+        assert.equal(counted.listings(), 1);
+        // not once the directory changed: the next requests get another token and read again
+        await tag(made.other, 'lib/app', 'c');
+        await made.settle();
+        const after = await Promise.all(Array.from({ length: 5 }, () => cachedStore.list('lib/app')));
+        for (const list of after) assert.deepEqual(list, ['a', 'b', 'c']);
+        assert.equal(counted.listings(), 2);
+      });
+
       it('tags added and deleted by another instance on the same storage show at once', async () => {
         await tag(driver, 'lib/app', 'a', 'c');
         await made.settle();
