@@ -50,6 +50,12 @@ export class InstrumentedDriver implements StorageDriver {
   list(path: string): Promise<string[]> {
     return this.time('list', () => this.inner.list(path));
   }
+  listNames(path: string): Promise<string[]> {
+    return this.time('listnames', () => this.inner.listNames(path));
+  }
+  childrenVersion(path: string): Promise<string | undefined> {
+    return this.time('childrenversion', () => this.inner.childrenVersion(path));
+  }
   move(src: string, dst: string): Promise<void> {
     return this.time('move', () => this.inner.move(src, dst));
   }

@@ -12,22 +12,73 @@
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../storage/layout.js';
+import { ListingCache, type ListingCacheLimits } from './listing-cache.js';
 import { checkRepository } from './repositories.js';
 
+/**
+ * Default bounds of the tag-list cache. A name costs some 45 bytes (12 characters: the string and
+ * its array slot; a 40-character one about 75), so at most some 11-18 MiB. A repository with more
+ * tags than maxNames is listed on every request.
+ */
+export const TAG_CACHE_LIMITS: ListingCacheLimits = { maxEntries: 1000, maxNames: 250_000 };
+
+const NONE: readonly string[] = Object.freeze([]);
+
 export class TagStore {
-  constructor(private readonly driver: StorageDriver) {}
+  /**
+   * Sorted tag lists by repository, each valid while the driver's childrenVersion of the tags
+   * directory stays the same (see docs/decisions.md, "Tags and catalog"): the filesystem vouches
+   * once a directory is 2 s past its last change, the in-memory driver always, S3 never.
+   */
+  private readonly cache: ListingCache;
+  /** listings under way, by tags directory, with the token they were started under */
+  private readonly reading = new Map<string, { version: string; names: Promise<readonly string[]> }>();
 
-  /** the tag names of `name`, sorted by code unit (tags are ASCII and have no '/') */
-  async list(name: string): Promise<string[]> {
-    await checkRepository(this.driver, name);
-    const paths = (await unlessMissing(this.driver.list(layout.tagsDir(name)))) ?? [];
-    const tags = paths.map((p) => p.slice(p.lastIndexOf('/') + 1));
-    // drivers list sorted already; sort again so the order never depends on one
-    return tags.sort(compareCodeUnits);
+  constructor(
+    private readonly driver: StorageDriver,
+    options: { cache?: ListingCacheLimits } = {},
+  ) {
+    this.cache = new ListingCache(options.cache ?? TAG_CACHE_LIMITS);
   }
-}
 
-/** plain UTF-16 code unit order (what Array.prototype.sort does without a comparator, made explicit) */
-export function compareCodeUnits(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  /**
+   * the tag names of `name`, sorted by code unit (tags are ASCII and have no '/'), as listNames
+   * gives them; shared with the cache, hence read-only (frozen)
+   */
+  async list(name: string): Promise<readonly string[]> {
+    const dir = layout.tagsDir(name);
+    // taken before the listing, so a change during the listing makes the next token differ
+    const version = await unlessMissing(this.driver.childrenVersion(dir));
+    if (version === undefined) {
+      this.cache.delete(dir); // gone, or changed too recently: what it holds is of no more use
+      await checkRepository(this.driver, name);
+      const names = await unlessMissing(this.driver.listNames(dir));
+      return names === undefined ? NONE : Object.freeze(names);
+    }
+    // the tags directory exists, so `_manifests` does: a repository, no need to check
+    const cached = this.cache.get(dir, version);
+    if (cached !== undefined) return cached;
+    // Requests that got the same token share one listing: it was read after that token was first
+    // handed out, and nothing changed until this request got it. (A restart under load reads the
+    // directory once, not once per waiting request.)
+    const pending = this.reading.get(dir);
+    if (pending?.version === version) return pending.names;
+    const names = this.read(dir, version);
+    this.reading.set(dir, { version, names });
+    try {
+      return await names;
+    } finally {
+      if (this.reading.get(dir)?.names === names) this.reading.delete(dir);
+    }
+  }
+
+  private async read(dir: string, version: string): Promise<readonly string[]> {
+    const names = await unlessMissing(this.driver.listNames(dir));
+    return names === undefined ? NONE : this.cache.set(dir, version, names);
+  }
+
+  /** listings and names in the cache */
+  get cached(): { entries: number; names: number } {
+    return this.cache.size;
+  }
 }

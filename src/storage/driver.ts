@@ -72,6 +72,22 @@ export interface StorageDriver {
   stat(path: string): Promise<FileInfo>;
   /** full paths of the direct children, sorted lexically */
   list(path: string): Promise<string[]>;
+  /**
+   * names (not paths) of the direct children, sorted by code unit: what list gives, without
+   * building a path per child (the tag list reads directories of 10,000s of names)
+   */
+  listNames(path: string): Promise<string[]>;
+  /**
+   * A token for the set of names in directory `path`, for callers that cache a listing. If a call
+   * returns token T and a later call returns T again, no child was added to or removed from the
+   * directory between the start of the first call and the end of the second, so a listing read
+   * after the first call is still current. A token may change when the names did not (a file
+   * below rewritten, say); it never stays the same when they did. undefined: the driver cannot
+   * vouch for the directory now (the filesystem, when it changed too recently for timestamps to
+   * tell a later change apart), or never (drivers with nothing to go by, which answer undefined
+   * without looking at the directory). A missing directory: PathNotFoundError (for drivers that vouch).
+   */
+  childrenVersion(path: string): Promise<string | undefined>;
   /** moves a file, replacing any file at dst */
   move(src: string, dst: string): Promise<void>;
   /** removes a file or a directory tree */

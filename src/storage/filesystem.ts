@@ -38,6 +38,14 @@ const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
 /** error codes that mean "nothing at this path" (ENOTDIR: a parent is a file) */
 const MISSING = ['ENOENT', 'ENOTDIR'];
 
+/**
+ * childrenVersion vouches for a directory only when its last change (mtime, ctime) is at least
+ * this much older than the clock before its stat: a change in the same timestamp tick as a listing
+ * leaves the mtime as it was, and timestamps can be coarse (1-2 s on some filesystems). Hosts that
+ * share the root must keep their clocks closer than this.
+ */
+const SETTLE_MS = 2000;
+
 
 function toStorageError(err: unknown, path: string, missing = MISSING): StorageError {
   if (missing.includes((err as NodeJS.ErrnoException)?.code ?? '')) return new PathNotFoundError(path, NAME);
@@ -49,9 +57,12 @@ function toStorageError(err: unknown, path: string, missing = MISSING): StorageE
 export class FilesystemDriver implements StorageDriver {
   readonly name = NAME;
   private readonly root: string;
+  private readonly settleMs: number;
 
-  constructor(options: { rootdirectory: string }) {
+  /** settleMs: childrenVersion's margin (default SETTLE_MS); tests shorten it */
+  constructor(options: { rootdirectory: string; settleMs?: number }) {
     this.root = options.rootdirectory;
+    this.settleMs = options.settleMs ?? SETTLE_MS;
     // The root always exists, so list('/') and walk('/') of a new registry see an empty tree.
     mkdirSync(this.root, { recursive: true });
   }
@@ -145,11 +156,36 @@ export class FilesystemDriver implements StorageDriver {
     return (await this.childNames(path)).map((name) => childPath(path, name));
   }
 
+  async listNames(path: string): Promise<string[]> {
+    checkDirPath(path, NAME);
+    return this.childNames(path);
+  }
+
+  /**
+   * dev, inode and mtime of the directory, handed out only once its last change is older than
+   * settleMs: the later of mtime and ctime (which nothing can set back, unlike mtime)
+   */
+  async childrenVersion(path: string): Promise<string | undefined> {
+    checkDirPath(path, NAME);
+    const now = Date.now(); // before the stat: a change after it gets a later mtime
+    let st;
+    try {
+      st = await stat(this.local(path), { bigint: true });
+    } catch (err) {
+      throw toStorageError(err, path);
+    }
+    if (!st.isDirectory()) throw new PathNotFoundError(path, NAME);
+    const changed = st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs;
+    if (Number(changed) > now - this.settleMs) return undefined;
+    return `${st.dev}:${st.ino}:${st.mtimeNs}`;
+  }
+
   /** sorted names of the entries in a directory, without our temp files */
   private async childNames(path: string): Promise<string[]> {
     try {
       const names = await readdir(this.local(path));
-      return names.filter((n) => !TEMP_FILE.test(n)).sort();
+      // temp files start with '.'; testing the first character spares the regex for the rest
+      return names.filter((n) => n.charCodeAt(0) !== 0x2e || !TEMP_FILE.test(n)).sort();
     } catch (err) {
       throw toStorageError(err, path);
     }

@@ -37,9 +37,25 @@ class MemFile {
   }
 }
 
+let dirsMade = 0;
+
 class MemDir {
   readonly children = new Map<string, MemFile | MemDir>();
   readonly modTime = new Date();
+  /** unique among all in-memory directories, so a directory made anew never repeats a token */
+  readonly id = ++dirsMade;
+  /** counts additions and removals of children (childrenVersion) */
+  changes = 0;
+
+  /** sets a child; a name not there before counts as a change, a replaced file does not */
+  set(name: string, node: MemFile | MemDir): void {
+    if (!this.children.has(name)) this.changes++;
+    this.children.set(name, node);
+  }
+
+  delete(name: string): void {
+    if (this.children.delete(name)) this.changes++;
+  }
 }
 
 
@@ -91,12 +107,12 @@ export class InMemoryDriver implements StorageDriver {
     let dir = this.root;
     for (const name of names) {
       let next = dir.children.get(name);
-      if (next === undefined) dir.children.set(name, (next = new MemDir()));
+      if (next === undefined) dir.set(name, (next = new MemDir()));
       if (!(next instanceof MemDir)) throw new StorageError(`${NAME}: not a directory: ${name} in ${path}`, NAME);
       dir = next;
     }
     if (dir.children.get(last) instanceof MemDir) throw new StorageError(`${NAME}: is a directory: ${path}`, NAME);
-    dir.children.set(last, node);
+    dir.set(last, node);
   }
 
   /** removes the node at path and the directories it leaves empty */
@@ -105,7 +121,7 @@ export class InMemoryDriver implements StorageDriver {
     const dirs = [this.root];
     for (const name of names.slice(0, -1)) dirs.push(dirs[dirs.length - 1].children.get(name) as MemDir);
     for (let i = names.length - 1; i >= 0; i--) {
-      dirs[i].children.delete(names[i]);
+      dirs[i].delete(names[i]);
       if (i === 0 || dirs[i].children.size > 0) break;
     }
   }
@@ -152,6 +168,18 @@ export class InMemoryDriver implements StorageDriver {
   async list(path: string): Promise<string[]> {
     checkDirPath(path, NAME);
     return [...this.dir(path).children.keys()].sort().map((name) => childPath(path, name));
+  }
+
+  async listNames(path: string): Promise<string[]> {
+    checkDirPath(path, NAME);
+    return [...this.dir(path).children.keys()].sort();
+  }
+
+  /** exact: the directory's identity and its count of added and removed children */
+  async childrenVersion(path: string): Promise<string | undefined> {
+    checkDirPath(path, NAME);
+    const dir = this.dir(path);
+    return `${dir.id}:${dir.changes}`;
   }
 
   async move(src: string, dst: string): Promise<void> {

@@ -350,6 +350,22 @@ export class S3Driver implements StorageDriver {
     return entries.map((e) => childPath(path, e.name));
   }
 
+  async listNames(path: string): Promise<string[]> {
+    checkDirPath(path, NAME);
+    const entries = await this.entries(path);
+    if (entries.length === 0 && path !== '/') throw new PathNotFoundError(path, NAME);
+    return entries.map((e) => e.name);
+  }
+
+  /**
+   * Never vouches: a prefix has no modification time or version, and nothing short of listing it
+   * again tells that a key was added below it (by another instance, say).
+   */
+  async childrenVersion(path: string): Promise<string | undefined> {
+    checkDirPath(path, NAME);
+    return undefined;
+  }
+
   async move(src: string, dst: string): Promise<void> {
     checkPath(src, NAME);
     checkPath(dst, NAME);

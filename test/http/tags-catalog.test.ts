@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { createApp } from '../../src/app.js';
+import { validateConfig } from '../../src/config/load.js';
+import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import type { Digest } from '../../src/registry/digest.js';
 import * as layout from '../../src/storage/layout.js';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
@@ -276,5 +283,134 @@ describe('tags and catalog after a push through the API', () => {
     assert.deepEqual((await getJSON(`${url}/v2/pushed/app/tags/list`)).body, { name: 'pushed/app', tags: ['v1'] });
     assert.deepEqual((await getJSON(`${url}/v2/_catalog`)).body, { repositories: ['pushed/app'] });
     assert.equal((await fetch(`${url}/v2/blobs/only/tags/list`)).status, 404);
+  });
+});
+
+describe('tag lists from the cache stay right when tags change through the API or behind the registry (filesystem, one root)', () => {
+  // berth A keeps tag lists (its driver vouches for a tags directory 100 ms after its last change
+  // instead of 2 s, so the test waits little); berth B, another instance on the same root, and
+  // plain file writes (as Distribution makes them) change the tags
+  const SETTLE_MS = 100;
+  const settle = () => new Promise<void>((r) => setTimeout(r, SETTLE_MS + 50));
+  const REPO = 'cached/app';
+  let root: string;
+  let a: { url: string; close(): Promise<void> };
+  let b: TestRegistry;
+  const layer = randomBlob(32);
+  const tagsDir = () => join(root, layout.tagsDir(REPO));
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'berth-tags-cache-'));
+    const config = validateConfig(
+      { version: '0.1', log: { level: 'error', accesslog: { disabled: true } }, storage: { filesystem: { rootdirectory: root }, delete: { enabled: true } }, http: { addr: '127.0.0.1:0', secret: 's' } },
+      'test',
+    );
+    const app = createApp(config, { logger: pino({ level: 'silent' }), driver: new FilesystemDriver({ rootdirectory: root, settleMs: SETTLE_MS }) });
+    a = { url: await app.listen({ host: '127.0.0.1', port: 0 }), close: () => app.close() };
+    b = await startBerth({}, { root });
+    for (const url of [a.url, b.url]) assert.equal((await pushBlob(url, REPO, layer.data)).status, 201);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.stop();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  /** pushes an image of its own (a config naming the tag) as `tag`; returns the manifest digest */
+  async function pushTag(url: string, tag: string): Promise<string> {
+    const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', rootfs: { type: 'layers', diff_ids: [] }, tag }));
+    assert.equal((await pushBlob(url, REPO, config)).status, 201);
+    const manifest = JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: sha256(config), size: config.length },
+      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: layer.digest, size: layer.data.length }],
+    });
+    const put = await fetch(`${url}/v2/${REPO}/manifests/${tag}`, { method: 'PUT', body: manifest, headers: { 'content-type': 'application/vnd.oci.image.manifest.v1+json' } });
+    assert.equal(put.status, 201, await put.text());
+    return sha256(manifest);
+  }
+
+  async function deleteManifest(url: string, digest: string): Promise<void> {
+    const res = await fetch(`${url}/v2/${REPO}/manifests/${digest}`, { method: 'DELETE' });
+    assert.equal(res.status, 202, await res.text());
+  }
+
+  /** every tag A lists, following its Link headers 2 at a time, and the Links it sent */
+  async function pagesOnA(): Promise<{ tags: string[]; links: string[] }> {
+    const tags: string[] = [];
+    const links: string[] = [];
+    for (let next: string | null = `/v2/${REPO}/tags/list?n=2`; next !== null; ) {
+      const { res, body } = await getJSON(`${a.url}${next}`);
+      assert.equal(res.status, 200);
+      const page = (body as { tags: string[] }).tags;
+      tags.push(...page);
+      const link = res.headers.get('link');
+      if (link !== null) links.push(link);
+      next = link === null ? null : /^<([^>]+)>/.exec(link)![1];
+    }
+    return { tags, links };
+  }
+
+  const linkAfter = (last: string) => `</v2/${REPO}/tags/list?n=2&last=${last}>; rel="next"`;
+
+  it('pages and Link follow tags pushed and deleted through the API of A itself and of another instance', async () => {
+    const digests: Record<string, string> = {};
+    for (const tag of ['v1', 'v3', 'v5']) digests[tag] = await pushTag(a.url, tag);
+    await settle();
+    assert.deepEqual(await pagesOnA(), { tags: ['v1', 'v3', 'v5'], links: [linkAfter('v3')] });
+    assert.deepEqual(await pagesOnA(), { tags: ['v1', 'v3', 'v5'], links: [linkAfter('v3')] }); // from the cache
+
+    digests.v2 = await pushTag(b.url, 'v2'); // another instance, right after A's cached read
+    assert.deepEqual(await pagesOnA(), { tags: ['v1', 'v2', 'v3', 'v5'], links: [linkAfter('v2')] });
+    await settle();
+    assert.deepEqual(await pagesOnA(), { tags: ['v1', 'v2', 'v3', 'v5'], links: [linkAfter('v2')] });
+
+    await deleteManifest(b.url, digests.v1);
+    assert.deepEqual(await pagesOnA(), { tags: ['v2', 'v3', 'v5'], links: [linkAfter('v3')] });
+    await settle();
+    assert.deepEqual(await pagesOnA(), { tags: ['v2', 'v3', 'v5'], links: [linkAfter('v3')] });
+
+    digests.v4 = await pushTag(a.url, 'v4'); // A's own push, read back at once
+    assert.deepEqual(await pagesOnA(), { tags: ['v2', 'v3', 'v4', 'v5'], links: [linkAfter('v3')] });
+    await settle();
+    assert.deepEqual(await pagesOnA(), { tags: ['v2', 'v3', 'v4', 'v5'], links: [linkAfter('v3')] });
+    await deleteManifest(a.url, digests.v5);
+    assert.deepEqual(await pagesOnA(), { tags: ['v2', 'v3', 'v4'], links: [linkAfter('v3')] });
+
+    await settle();
+    assert.deepEqual(await pagesOnA(), { tags: ['v2', 'v3', 'v4'], links: [linkAfter('v3')] }); // kept
+    digests.v0 = await pushTag(b.url, 'v0');
+    await settle(); // A reads the directory only once it has settled again: the new mtime tells
+    assert.deepEqual(await pagesOnA(), { tags: ['v0', 'v2', 'v3', 'v4'], links: [linkAfter('v2')] });
+    await deleteManifest(b.url, digests.v0);
+    await settle();
+    assert.deepEqual(await pagesOnA(), { tags: ['v2', 'v3', 'v4'], links: [linkAfter('v3')] });
+
+    await pushTag(b.url, 'v3'); // re-pointed by another instance: the same names
+    assert.deepEqual(await pagesOnA(), { tags: ['v2', 'v3', 'v4'], links: [linkAfter('v3')] });
+    for (const tag of ['v2', 'v3', 'v4']) await deleteManifest(b.url, (await fetch(`${a.url}/v2/${REPO}/manifests/${tag}`, { method: 'HEAD' })).headers.get('docker-content-digest')!);
+    assert.deepEqual(await pagesOnA(), { tags: [], links: [] });
+  });
+
+  it('a tag written straight into the root in the same timestamp tick as a listing is listed at once', async () => {
+    await pushTag(a.url, 'w1');
+    await pushTag(a.url, 'w3');
+    // whole milliseconds, so that utimes can give the directory exactly this mtime again
+    const { mtime } = await stat(tagsDir());
+    await utimes(tagsDir(), mtime, mtime);
+    assert.deepEqual(await pagesOnA(), { tags: ['w1', 'w3'], links: [] });
+    // Distribution's filesystem driver writes the tag's links; a coarse clock leaves the mtime as it was
+    for (const tag of ['w2', 'w0']) {
+      await mkdir(join(tagsDir(), tag, 'current'), { recursive: true });
+      await writeFile(join(tagsDir(), tag, 'current', 'link'), DIGEST);
+    }
+    await utimes(tagsDir(), mtime, mtime);
+    assert.deepEqual(await pagesOnA(), { tags: ['w0', 'w1', 'w2', 'w3'], links: [linkAfter('w1')] });
+    await settle();
+    assert.deepEqual(await pagesOnA(), { tags: ['w0', 'w1', 'w2', 'w3'], links: [linkAfter('w1')] });
+    await rm(join(tagsDir(), 'w0'), { recursive: true });
+    await rm(join(tagsDir(), 'w1'), { recursive: true });
+    assert.deepEqual(await pagesOnA(), { tags: ['w2', 'w3'], links: [] });
   });
 });

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { pageOf, parsePageQuery, nextLink, DEFAULT_TAGS_PAGE } from '../../src/http/pagination.js';
 import type { Digest } from '../../src/registry/digest.js';
 import { RegistryError } from '../../src/registry/errors.js';
+import { ListingCache } from '../../src/registry/listing-cache.js';
 import { TagStore } from '../../src/registry/tags.js';
 import type { StorageDriver } from '../../src/storage/driver.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
@@ -31,24 +32,69 @@ function isNameUnknown(name: string) {
   };
 }
 
-const drivers: [string, () => Promise<{ driver: StorageDriver; cleanup(): Promise<void> }>][] = [
-  ['inmemory', async () => ({ driver: new InMemoryDriver(), cleanup: async () => undefined })],
+/** childrenVersion's margin for the filesystem driver of these tests (2 s by default) */
+const SETTLE_MS = 100;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+interface Made {
+  driver: StorageDriver;
+  /** another driver on the same storage: another instance, or Distribution, on the same root */
+  other: StorageDriver;
+  /** the filesystem root, if any */
+  root?: string;
+  /** waits until the driver vouches for directories changed before (the filesystem's margin) */
+  settle(): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+const drivers: [string, () => Promise<Made>][] = [
+  [
+    'inmemory',
+    async () => {
+      const driver = new InMemoryDriver();
+      return { driver, other: driver, settle: async () => undefined, cleanup: async () => undefined };
+    },
+  ],
   [
     'filesystem',
     async () => {
       const root = await mkdtemp(join(tmpdir(), 'berth-tags-'));
-      return { driver: new FilesystemDriver({ rootdirectory: root }), cleanup: () => rm(root, { recursive: true, force: true }) };
+      return {
+        driver: new FilesystemDriver({ rootdirectory: root, settleMs: SETTLE_MS }),
+        other: new FilesystemDriver({ rootdirectory: root }),
+        root,
+        settle: () => sleep(SETTLE_MS + 50),
+        cleanup: () => rm(root, { recursive: true, force: true }),
+      };
     },
   ],
 ];
+
+/** the driver, counting its listNames calls */
+function countingListings(driver: StorageDriver): { driver: StorageDriver; listings: () => number } {
+  let listings = 0;
+  const counted = new Proxy(driver, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (prop === 'listNames' || prop === 'list') listings++;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { driver: counted, listings: () => listings };
+}
 
 for (const [driverName, make] of drivers) {
   describe(`TagStore (${driverName})`, () => {
     let driver: StorageDriver;
     let cleanup: () => Promise<void>;
     let store: TagStore;
+    let made: Made;
     beforeEach(async () => {
-      ({ driver, cleanup } = await make());
+      made = await make();
+      ({ driver, cleanup } = made);
       store = new TagStore(driver);
     });
     afterEach(() => cleanup());
@@ -94,8 +140,201 @@ for (const [driverName, make] of drivers) {
       assert.deepEqual(await store.list('a'), ['one']);
       assert.deepEqual(await store.list('a/b'), ['two']);
     });
+
+    describe('the cache of tag lists', () => {
+      let counted: ReturnType<typeof countingListings>;
+      let cachedStore: TagStore;
+      beforeEach(() => {
+        counted = countingListings(driver);
+        cachedStore = new TagStore(counted.driver);
+      });
+
+      it('lists the tags directory once while it is unchanged, and hands out the same frozen array', async () => {
+        await tag(driver, 'lib/app', 'b', 'a', 'c');
+        await made.settle();
+        const first = await cachedStore.list('lib/app');
+        assert.deepEqual(first, ['a', 'b', 'c']);
+        assert.ok(Object.isFrozen(first));
+        for (let i = 0; i < 5; i++) assert.equal(await cachedStore.list('lib/app'), first);
+        assert.equal(counted.listings(), 1);
+        assert.deepEqual(cachedStore.cached, { entries: 1, names: 3 });
+      });
+
+      it('requests that arrive while the directory is being read share that one listing', async () => {
+        await tag(driver, 'lib/app', 'a', 'b');
+        await made.settle();
+        const lists = await Promise.all(Array.from({ length: 20 }, () => cachedStore.list('lib/app')));
+        for (const list of lists) assert.equal(list, lists[0]);
+        assert.deepEqual(lists[0], ['a', 'b']);
+        assert.equal(counted.listings(), 1);
+        // not once the directory changed: the next requests get another token and read again
+        await tag(made.other, 'lib/app', 'c');
+        await made.settle();
+        const after = await Promise.all(Array.from({ length: 5 }, () => cachedStore.list('lib/app')));
+        for (const list of after) assert.deepEqual(list, ['a', 'b', 'c']);
+        assert.equal(counted.listings(), 2);
+      });
+
+      it('tags added and deleted by another instance on the same storage show at once', async () => {
+        await tag(driver, 'lib/app', 'a', 'c');
+        await made.settle();
+        assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'c']);
+        assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'c']); // served from the cache
+        await tag(made.other, 'lib/app', 'b');
+        assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b', 'c']);
+        await made.settle();
+        assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b', 'c']);
+        await made.other.delete(layout.tagDir('lib/app', 'a'));
+        assert.deepEqual(await cachedStore.list('lib/app'), ['b', 'c']);
+        await made.settle();
+        assert.deepEqual(await cachedStore.list('lib/app'), ['b', 'c']);
+        // read only once the directory has settled again: the new token tells
+        await tag(made.other, 'lib/app', 'd');
+        await made.settle();
+        assert.deepEqual(await cachedStore.list('lib/app'), ['b', 'c', 'd']);
+        await made.other.delete(layout.tagDir('lib/app', 'd'));
+        await made.settle();
+        assert.deepEqual(await cachedStore.list('lib/app'), ['b', 'c']);
+        await made.other.delete(layout.tagDir('lib/app', 'b'));
+        await made.other.delete(layout.tagDir('lib/app', 'c'));
+        assert.deepEqual(await cachedStore.list('lib/app'), []);
+      });
+
+      it('re-pointing a tag changes no name: the cached list stays, and right', async () => {
+        await tag(driver, 'lib/app', 'a', 'b');
+        await made.settle();
+        assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b']);
+        const other = `sha256:${'cd'.repeat(32)}` as Digest;
+        await made.other.putContent(layout.tagIndexLink('lib/app', 'a', other), layout.linkContent(other));
+        await made.other.putContent(layout.tagCurrentLink('lib/app', 'a'), layout.linkContent(other));
+        assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b']);
+        assert.equal(counted.listings(), 1);
+      });
+
+      it('a repository deleted behind its back is NAME_UNKNOWN, its tags directory removed lists none', async () => {
+        await tag(driver, 'gone', 'a');
+        await tag(driver, 'untagged', 'a');
+        await made.settle();
+        assert.deepEqual(await cachedStore.list('gone'), ['a']);
+        assert.deepEqual(await cachedStore.list('untagged'), ['a']);
+        await made.other.delete(layout.repository('gone'));
+        await made.other.delete(layout.tagsDir('untagged'));
+        await assert.rejects(cachedStore.list('gone'), isNameUnknown('gone'));
+        assert.deepEqual(await cachedStore.list('untagged'), []);
+        assert.deepEqual(cachedStore.cached, { entries: 0, names: 0 });
+      });
+
+      it('keeps at most maxEntries lists and maxNames names, least recently used out first', async () => {
+        const small = new TagStore(counted.driver, { cache: { maxEntries: 2, maxNames: 5 } });
+        await tag(driver, 'r1', 'a', 'b');
+        await tag(driver, 'r2', 'a', 'b');
+        await tag(driver, 'r3', 'a');
+        await tag(driver, 'big', 'a', 'b', 'c', 'd', 'e', 'f');
+        await made.settle();
+        await small.list('r1');
+        await small.list('r2');
+        await small.list('r1'); // r2 is now the least recently used
+        await small.list('r3');
+        assert.deepEqual(small.cached, { entries: 2, names: 3 });
+        const before = counted.listings();
+        await small.list('r1');
+        await small.list('r3');
+        assert.equal(counted.listings(), before, 'r1 and r3 from the cache');
+        await small.list('r2');
+        assert.equal(counted.listings(), before + 1, 'r2 was evicted');
+        assert.deepEqual(await small.list('big'), ['a', 'b', 'c', 'd', 'e', 'f']);
+        assert.deepEqual(small.cached, { entries: 2, names: 3 }, 'a list longer than maxNames is not kept');
+      });
+
+      it('a driver that never vouches (as S3): listed on every request, nothing kept', async () => {
+        const never = new Proxy(counted.driver, {
+          get: (target, prop, receiver) =>
+            prop === 'childrenVersion' ? async () => undefined : Reflect.get(target, prop, receiver),
+        });
+        const uncached = new TagStore(never);
+        await tag(driver, 'lib/app', 'a');
+        await made.settle();
+        assert.deepEqual(await uncached.list('lib/app'), ['a']);
+        await tag(made.other, 'lib/app', 'b');
+        assert.deepEqual(await uncached.list('lib/app'), ['a', 'b']);
+        assert.equal(counted.listings(), 2);
+        assert.deepEqual(uncached.cached, { entries: 0, names: 0 });
+        await assert.rejects(uncached.list('nope'), isNameUnknown('nope'));
+      });
+
+      if (driverName === 'filesystem') {
+        it('a tag added in the same timestamp tick as a listing is listed (nothing is kept while the directory is recent)', async () => {
+          const root = made.root!;
+          const tagsDir = join(root, layout.tagsDir('lib/app'));
+          await tag(driver, 'lib/app', 'a');
+          // whole milliseconds, so that utimes can set exactly this mtime again below
+          const { mtime } = await stat(tagsDir);
+          await utimes(tagsDir, mtime, mtime);
+          assert.deepEqual(await cachedStore.list('lib/app'), ['a']);
+          // Distribution adds a tag; a coarse clock gives the directory the same mtime as before
+          await mkdir(join(tagsDir, 'b', 'current'), { recursive: true });
+          await writeFile(join(tagsDir, 'b', 'current', 'link'), DIGEST);
+          await utimes(tagsDir, mtime, mtime);
+          assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b']);
+          // and once the directory has settled the list is kept, and a later change still shows
+          await made.settle();
+          assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b']);
+          assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b']);
+          const listings = counted.listings();
+          await mkdir(join(tagsDir, 'c', 'current'), { recursive: true });
+          assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b', 'c']);
+          assert.equal(counted.listings(), listings + 1);
+        });
+      }
+    });
   });
 }
+
+describe('ListingCache', () => {
+  it('serves an entry only for the version it was read under, and drops it otherwise', () => {
+    const cache = new ListingCache({ maxEntries: 10, maxNames: 100 });
+    const names = cache.set('k', 'v1', ['a', 'b']);
+    assert.equal(cache.get('k', 'v1'), names);
+    assert.equal(cache.get('k', 'v2'), undefined);
+    assert.equal(cache.get('k', 'v1'), undefined);
+    assert.deepEqual(cache.size, { entries: 0, names: 0 });
+  });
+
+  it('replacing an entry keeps the count of names right', () => {
+    const cache = new ListingCache({ maxEntries: 10, maxNames: 100 });
+    cache.set('k', 'v1', ['a', 'b', 'c']);
+    cache.set('k', 'v2', ['a']);
+    cache.set('j', 'v1', ['x', 'y']);
+    assert.deepEqual(cache.size, { entries: 2, names: 3 });
+    cache.delete('k');
+    cache.delete('missing');
+    assert.deepEqual(cache.size, { entries: 1, names: 2 });
+  });
+
+  it('evicts the least recently used entries until both limits hold', () => {
+    const cache = new ListingCache({ maxEntries: 3, maxNames: 5 });
+    cache.set('a', 'v', ['1', '2']);
+    cache.set('b', 'v', ['1', '2']);
+    cache.set('c', 'v', ['1']);
+    cache.get('a', 'v'); // order of use: b, c, a
+    cache.set('d', 'v', ['1', '2', '3']); // 8 names, 4 entries: b goes (6 names), then c
+    assert.deepEqual(cache.size, { entries: 2, names: 5 });
+    assert.ok(cache.get('a', 'v'));
+    assert.ok(cache.get('d', 'v'));
+    assert.equal(cache.get('b', 'v'), undefined);
+    assert.equal(cache.get('c', 'v'), undefined);
+  });
+
+  it('keeps nothing with maxEntries 0, and no list longer than maxNames', () => {
+    assert.deepEqual(Object.isFrozen(new ListingCache({ maxEntries: 0, maxNames: 10 }).set('a', 'v', ['x'])), true);
+    const none = new ListingCache({ maxEntries: 0, maxNames: 10 });
+    none.set('a', 'v', ['x']);
+    assert.deepEqual(none.size, { entries: 0, names: 0 });
+    const short = new ListingCache({ maxEntries: 5, maxNames: 2 });
+    short.set('a', 'v', ['x', 'y', 'z']);
+    assert.deepEqual(short.size, { entries: 0, names: 0 });
+  });
+});
 
 describe('pageOf: a page of a sorted list', () => {
   const all = ['a', 'b', 'c', 'd', 'e'];

@@ -28,6 +28,11 @@ export interface DriverSuiteOptions {
    * (default 60 MiB); null: no check, for drivers that keep content in RAM by design
    */
   maxMemoryGrowthBytes?: number | null;
+  /**
+   * childrenVersion: 'never' for drivers that never vouch (always undefined); otherwise how long
+   * after a change the driver may still answer undefined (default 0: it vouches at once)
+   */
+  childrenVersion?: 'never' | { settleMs: number };
 }
 
 /** pipes `stream` into a Writable that takes a while to finish each write and copies the bytes only then */
@@ -88,6 +93,7 @@ export function runDriverSuite(
 ): void {
   const largeFileBytes = options.largeFileBytes ?? 100 * MiB;
   const maxGrowth = options.maxMemoryGrowthBytes === undefined ? 60 * MiB : options.maxMemoryGrowthBytes;
+  const versions = options.childrenVersion ?? { settleMs: 0 };
 
   describe(`storage driver: ${name}`, () => {
     let driver: StorageDriver;
@@ -402,6 +408,104 @@ export function runDriverSuite(
       });
     });
 
+    describe('listNames', () => {
+      it('lists the names of the direct children, sorted by code unit, as list does', async () => {
+        await putAll({ '/l/b': '', '/l/a-b': '', '/l/a': '', '/l/c/d/e': '', '/l/B': '', '/l/_x': '', '/l/1.0': '', '/m': '' });
+        assert.deepEqual(await driver.listNames('/l'), ['1.0', 'B', '_x', 'a', 'a-b', 'b', 'c']);
+        assert.deepEqual(await driver.listNames('/l/c'), ['d']);
+        assert.deepEqual(await driver.listNames('/'), ['l', 'm']);
+        for (const dir of ['/l', '/l/c', '/']) {
+          const paths = await driver.list(dir);
+          assert.deepEqual(await driver.listNames(dir), paths.map((p) => p.slice(p.lastIndexOf('/') + 1)));
+        }
+      });
+
+      it('lists an empty root as empty', async () => {
+        assert.deepEqual(await driver.listNames('/'), []);
+      });
+
+      it('reports a missing directory, or a file, as PathNotFoundError', async () => {
+        await driver.putContent('/l/file', Buffer.from('x'));
+        await notFound(driver.listNames('/missing'));
+        await notFound(driver.listNames('/l/missing'));
+        await notFound(driver.listNames('/l/file'));
+      });
+    });
+
+    describe('childrenVersion', () => {
+      /** the token once the driver vouches for `dir` (after the settle time), undefined for drivers that never do */
+      async function settled(dir: string): Promise<string | undefined> {
+        if (versions === 'never') {
+          assert.equal(await driver.childrenVersion(dir), undefined);
+          return undefined;
+        }
+        if (versions.settleMs > 0) await new Promise((r) => setTimeout(r, versions.settleMs + 20));
+        const token = await driver.childrenVersion(dir);
+        assert.equal(typeof token, 'string', `a token for ${dir} ${versions.settleMs} ms after its last change`);
+        return token;
+      }
+
+      it('stays the same while nothing changes', async () => {
+        await putAll({ '/v/a': '', '/v/d/x': '' });
+        const token = await settled('/v');
+        if (token === undefined) return;
+        assert.equal(await driver.childrenVersion('/v'), token);
+        await driver.getContent('/v/a');
+        await driver.listNames('/v');
+        assert.equal(await driver.childrenVersion('/v'), token);
+        assert.equal(await driver.childrenVersion('/'), await driver.childrenVersion('/'));
+      });
+
+      it('changes when a child is added, right after the token was handed out', async () => {
+        await putAll({ '/v/a': '' });
+        const token = await settled('/v');
+        if (token === undefined) return;
+        await driver.putContent('/v/b', Buffer.from(''));
+        assert.notEqual(await driver.childrenVersion('/v'), token);
+        assert.deepEqual(await driver.listNames('/v'), ['a', 'b']);
+      });
+
+      it('changes when a child directory appears through a write below it', async () => {
+        await putAll({ '/v/a': '' });
+        const token = await settled('/v');
+        if (token === undefined) return;
+        const w = await driver.writer('/v/d/e/data', false);
+        await w.write(Buffer.from('x'));
+        await w.commit();
+        assert.notEqual(await driver.childrenVersion('/v'), token);
+      });
+
+      it('changes when a child file or directory is removed', async () => {
+        await putAll({ '/v/a': '', '/v/d/x': '', '/v/e': '' });
+        let token = await settled('/v');
+        if (token === undefined) return;
+        await driver.delete('/v/a');
+        assert.notEqual(await driver.childrenVersion('/v'), token);
+        token = await settled('/v');
+        await driver.delete('/v/d');
+        assert.notEqual(await driver.childrenVersion('/v'), token);
+        assert.deepEqual(await driver.listNames('/v'), ['e']);
+      });
+
+      it('changes when a child is moved in or out', async () => {
+        await putAll({ '/v/a': '', '/w/b': '' });
+        let token = await settled('/v');
+        if (token === undefined) return;
+        await driver.move('/w/b', '/v/b');
+        assert.notEqual(await driver.childrenVersion('/v'), token);
+        token = await settled('/v');
+        await driver.move('/v/a', '/w/a');
+        assert.notEqual(await driver.childrenVersion('/v'), token);
+      });
+
+      it('reports a missing directory, or a file, as PathNotFoundError (drivers that vouch)', async () => {
+        await driver.putContent('/l/file', Buffer.from('x'));
+        if (versions === 'never') return;
+        await notFound(driver.childrenVersion('/missing'));
+        await notFound(driver.childrenVersion('/l/file'));
+      });
+    });
+
     describe('move', () => {
       it('moves a file, creating the destination directories', async () => {
         await driver.putContent('/mv/src', Buffer.from('moved'));
@@ -545,6 +649,8 @@ export function runDriverSuite(
       const dirMethods: Record<string, (p: string) => Promise<unknown>> = {
         stat: (p) => driver.stat(p),
         list: (p) => driver.list(p),
+        listNames: (p) => driver.listNames(p),
+        childrenVersion: (p) => driver.childrenVersion(p),
         walk: (p) => driver.walk(p, () => {}),
       };
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -11,11 +11,19 @@ async function tempRoot(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'berth-fs-'));
 }
 
-runDriverSuite('filesystem', async () => {
-  const root = await tempRoot();
-  const cleanup = () => rm(root, { recursive: true, force: true });
-  return { driver: new FilesystemDriver({ rootdirectory: root }), cleanup };
-});
+// childrenVersion's margin cut to 50 ms (from 2 s) so its tests wait little; still far above the
+// timestamp granularity of the filesystems tests run on
+const SUITE_SETTLE_MS = 50;
+
+runDriverSuite(
+  'filesystem',
+  async () => {
+    const root = await tempRoot();
+    const cleanup = () => rm(root, { recursive: true, force: true });
+    return { driver: new FilesystemDriver({ rootdirectory: root, settleMs: SUITE_SETTLE_MS }), cleanup };
+  },
+  { childrenVersion: { settleMs: SUITE_SETTLE_MS } },
+);
 
 describe('filesystem driver on disk', () => {
   let root: string;
@@ -66,6 +74,7 @@ describe('filesystem driver on disk', () => {
     await driver.putContent('/d/file', Buffer.from('x'));
     await writeFile(join(root, 'd/.file.0123456789abcdef.tmp'), 'half');
     assert.deepEqual(await driver.list('/d'), ['/d/file']);
+    assert.deepEqual(await driver.listNames('/d'), ['file']);
     const seen: string[] = [];
     await driver.walk('/d', (info) => {
       seen.push(info.path);
@@ -84,6 +93,64 @@ describe('filesystem driver on disk', () => {
     const seen: string[] = [];
     await driver.walk('/repos', (info) => void seen.push(info.path), { startAfter: '/repos/a-loop' });
     assert.deepEqual(seen, ['/repos/b', '/repos/b/file']);
+  });
+
+  describe('childrenVersion: vouches only for a directory whose last change is older than settleMs', () => {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+    it('by default (2 s), not for a directory changed just now', async () => {
+      await driver.putContent('/d/a', Buffer.from('x'));
+      assert.equal(await driver.childrenVersion('/d'), undefined);
+    });
+
+    it('undefined until settleMs have passed since the last change, then a token; again after a change', async () => {
+      const settling = new FilesystemDriver({ rootdirectory: root, settleMs: 200 });
+      await settling.putContent('/d/a', Buffer.from('x'));
+      assert.equal(await settling.childrenVersion('/d'), undefined);
+      await sleep(250);
+      const token = await settling.childrenVersion('/d');
+      assert.equal(typeof token, 'string');
+      await writeFile(join(root, 'd/b'), 'written by another registry');
+      assert.equal(await settling.childrenVersion('/d'), undefined);
+      await sleep(250);
+      const next = await settling.childrenVersion('/d');
+      assert.equal(typeof next, 'string');
+      assert.notEqual(next, token);
+    });
+
+    it('a change in the same timestamp tick as the last one (mtime unchanged) is never hidden', async () => {
+      // a coarse clock gives both changes the same mtime: restoring it with utimes does the same here
+      const settling = new FilesystemDriver({ rootdirectory: root, settleMs: 200 });
+      await settling.putContent('/d/a', Buffer.from('x'));
+      const { mtime } = await stat(join(root, 'd'));
+      await utimes(join(root, 'd'), mtime, mtime); // whole milliseconds, which utimes can set again below
+      const before = await settling.childrenVersion('/d');
+      await writeFile(join(root, 'd/b'), 'same tick');
+      await utimes(join(root, 'd'), mtime, mtime);
+      // no token was handed out while the first change was recent, so none can match now
+      assert.equal(before, undefined);
+      assert.deepEqual(await settling.listNames('/d'), ['a', 'b']);
+    });
+
+    it('an mtime set back into the past does not make a fresh change look old (ctime counts too)', async () => {
+      const settling = new FilesystemDriver({ rootdirectory: root, settleMs: 200 });
+      await settling.putContent('/d/a', Buffer.from('x'));
+      const hourAgo = new Date(Date.now() - 3600_000);
+      await utimes(join(root, 'd'), hourAgo, hourAgo);
+      assert.equal(await settling.childrenVersion('/d'), undefined);
+    });
+
+    it('a directory removed and made again gets a new token', async () => {
+      const settling = new FilesystemDriver({ rootdirectory: root, settleMs: 100 });
+      await settling.putContent('/d/x/a', Buffer.from('x'));
+      await sleep(150);
+      const token = await settling.childrenVersion('/d/x');
+      assert.equal(typeof token, 'string');
+      await settling.delete('/d/x');
+      await settling.putContent('/d/x/a', Buffer.from('x'));
+      await sleep(150);
+      assert.notEqual(await settling.childrenVersion('/d/x'), token);
+    });
   });
 
   it("rejects '.' and '..' segments, which would escape the root", async () => {

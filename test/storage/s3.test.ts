@@ -51,7 +51,7 @@ describe('s3 driver on Ceph radosgw', needTools(CEPH_TOOLS, 'the S3 driver tests
         await cleaner.close();
       },
     };
-  });
+  }, { childrenVersion: 'never' });
 });
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {

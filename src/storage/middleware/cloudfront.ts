@@ -157,6 +157,12 @@ export class CloudFrontMiddleware implements StorageDriver {
   list(path: string): Promise<string[]> {
     return this.inner.list(path);
   }
+  listNames(path: string): Promise<string[]> {
+    return this.inner.listNames(path);
+  }
+  childrenVersion(path: string): Promise<string | undefined> {
+    return this.inner.childrenVersion(path);
+  }
   move(src: string, dst: string): Promise<void> {
     return this.inner.move(src, dst);
   }
