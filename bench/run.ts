@@ -59,7 +59,7 @@ const settings = quick
  */
 const s3Settings = quick
   ? { big: 32 * MiB, each: 4 * MiB, blobRounds: 1, tags: 100, memstoreBytes: 4 * 1024 * MiB }
-  : { big: 256 * MiB, each: 32 * MiB, blobRounds: 3, tags: 1000, memstoreBytes: 12 * 1024 * MiB };
+  : { big: 128 * MiB, each: 16 * MiB, blobRounds: 3, tags: 1000, memstoreBytes: 8 * 1024 * MiB };
 const CONNECTIONS = [32, 128];
 /** the S3 small-request rows run at one connection count */
 const S3_CONNECTIONS = 32;
@@ -95,6 +95,11 @@ function machineStart(): Machine {
     started: new Date(),
     finished: new Date(),
   };
+}
+
+function skipBanner(missing: string): void {
+  const banner = '!'.repeat(100);
+  log(`${banner}\n  S3 ROWS SKIPPED: ${missing}\n  (the S3 rows need the Ceph packages of the S3 tests; the results page says so)\n${banner}`);
 }
 
 /** runs one scenario: warm-up, then `rounds` rounds over both registries in alternating order */
@@ -171,6 +176,9 @@ async function main(): Promise<number> {
       ...blobScenarios({ big: s3big, eight: s3eight, rounds: s3Settings.blobRounds, storage: 's3', afterPushes: () => store?.reclaim() ?? Promise.resolve() }),
       ...smallScenarios(s3small),
     ].filter((s) => wanted(s.id));
+    // said at the start too, so nobody waits ten minutes to learn that half the rows will be missing
+    const cephMissing = s3Scenarios.length > 0 ? missingCephTool() : undefined;
+    if (cephMissing) skipBanner(cephMissing);
     const used = (scenarios: Scenario[], blobs: PatternBlob[]) => (scenarios.some((s) => s.group === 'blob') ? blobs : []);
     for (const blob of [...used(fsScenarios, [big, ...eight]), ...used(s3Scenarios, [s3big, ...s3eight])]) blob.digest();
 
@@ -211,18 +219,18 @@ async function main(): Promise<number> {
         log(`${scenario.id}: ${scenario.title}`);
         results.push(await runScenario(scenario, both));
       }
+      const t0 = Date.now();
       await stopAll();
       // the S3 phase needs neither the roots nor their page cache
       await run('rm', ['-rf', roots.berth, roots.distribution, join(work, 'pull-fixtures')]).catch(() => undefined);
+      log(`filesystem registries stopped and their roots removed in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     }
 
     // ---- S3 storage: both registries on one bucket of a throw-away Ceph radosgw
     if (s3Scenarios.length > 0) {
-      const missing = missingCephTool();
-      if (missing) {
-        s3 = { store: 'Ceph radosgw', skipped: missing };
-        const banner = '!'.repeat(100);
-        log(`${banner}\n  S3 ROWS SKIPPED: ${missing}\n  (the S3 rows need the Ceph packages of the S3 tests; the results page says so)\n${banner}`);
+      if (cephMissing) {
+        s3 = { store: 'Ceph radosgw', skipped: cephMissing };
+        skipBanner(cephMissing);
       } else {
         try {
           log(`starting the Ceph store (memstore OSD, radosgw on 127.0.0.1)`);
@@ -231,7 +239,7 @@ async function main(): Promise<number> {
           const prefixes = { berth: store.prefix('berth'), distribution: store.prefix('distribution') };
           if (s3Scenarios.some((s) => s.group === 'small')) {
             log(`writing S3 read fixtures (${s3Settings.tags} tags) under both prefixes`);
-            for (const prefix of Object.values(prefixes)) await prefix.writeSmallFixtures(image, s3Settings.tags);
+            await Promise.all(Object.values(prefixes).map((prefix) => prefix.writeSmallFixtures(image, s3Settings.tags)));
           }
           const s3store = store;
           const backends = (redirect: boolean) => ({

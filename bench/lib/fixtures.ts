@@ -5,7 +5,8 @@
  * the pull scenarios (hard links to one file written once, so every root shares the bytes).
  *
  * The catalog repositories hold both `_layers` (what Distribution 2.8 looks for) and `_manifests`
- * (what berth looks for), both empty.
+ * (what berth looks for), both empty. The S3 rows write the same image and tags through
+ * writeImage() and bench/lib/s3.ts.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';

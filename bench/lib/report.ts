@@ -166,7 +166,7 @@ export function renderMarkdown(report: Report): string {
       );
     }
   }
-  lines.push('');
+  if (lines[lines.length - 1] !== '') lines.push('');
   lines.push('## Targets');
   lines.push('');
   lines.push(...targets(report).map((t) => `- ${t}`));
@@ -211,7 +211,12 @@ function sections(report: Report): [Storage, ScenarioResult[]][] {
 
 function s3Intro(report: Report): string {
   if (report.s3?.skipped) return `**Skipped: ${report.s3.skipped}.** The S3 rows need the Ceph packages of the S3 tests (\`apt-get install -y --no-install-recommends ceph-mon ceph-osd radosgw ceph-common\`); the bench installs nothing.`;
-  return `Both registries on one bucket of ${report.s3?.store ?? 'a local Ceph radosgw'}, each under its own key prefix (storage.s3.rootdirectory), parts of 10 MiB; the store runs on the same cores as the registries and the client. Blob rows stream through the registry (storage.redirect.disable: true) except s3-pull-redirect, which runs against a second instance of each registry with redirects on. Blobs are smaller than the filesystem rows' to keep the run in its time budget (see the titles).`;
+  return [
+    `Both registries on one bucket of ${report.s3?.store ?? 'a local Ceph radosgw'}, each under its own key prefix (storage.s3.rootdirectory), parts of 10 MiB; the store runs on the same cores as the registries and the client, and sets the pace of most rows.`,
+    `Blob rows stream through the registry (storage.redirect.disable: true) except s3-pull-redirect, which runs against a second instance of each registry with redirects on.`,
+    `Blobs are smaller than the filesystem rows' to keep the run in its time budget (see the titles).`,
+    `Peak RSS is VmHWM reset to the current RSS before each run: memory a process has not given back yet after the row before (Distribution's Go heap after s3-push-8x) counts in the next row.`,
+  ].join(' ');
 }
 
 function renderScenario(lines: string[], result: ScenarioResult): void {
@@ -261,7 +266,7 @@ function targets(report: Report): string[] {
       ? `berth blob push on the filesystem ≥ 80% of min(sha256, disk write) = ${floor.toFixed(0)} MiB/s: **met**.`
       : `berth blob push on the filesystem ≥ 80% of min(sha256, disk write) = ${floor.toFixed(0)} MiB/s: **not met** on ${slowPush.join(', ')}.`,
   );
-  if (report.s3?.skipped) out.push(`S3 rows: **not measured** (${report.s3.skipped}).`);
+  if (report.s3?.skipped) out.push(`S3 rows: **not measured**: ${report.s3.skipped}.`);
   return out;
 }
 

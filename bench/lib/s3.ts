@@ -133,7 +133,7 @@ export class S3Prefix {
   async writeSmallFixtures(image: SmallImage, tags: number): Promise<void> {
     await writeImage((path, data) => this.put(path, data), image);
     const indices = Array.from({ length: tags }, (_, i) => i);
-    await pool(indices, 16, (i) => this.put(layout.tagCurrentLink(TAGS_REPO, tagName(i)), image.manifestDigest));
+    await pool(indices, 32, (i) => this.put(layout.tagCurrentLink(TAGS_REPO, tagName(i)), image.manifestDigest));
   }
 
   /** uploads `blob` as a blob of this prefix, linked into `repo` (streamed: one PutObject) */
