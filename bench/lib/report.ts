@@ -170,7 +170,6 @@ export function renderMarkdown(report: Report): string {
   lines.push('## Targets');
   lines.push('');
   lines.push(...targets(report).map((t) => `- ${t}`));
-  lines.push('');
   for (const [storage, rows] of sections(report)) {
     if (rows.length === 0) continue;
     lines.push('');

@@ -299,7 +299,8 @@ export function smallEndpoints(settings: SmallSettings): Endpoint[] {
       slow: { perConnection: 4 },
       note: () => {
         const per = settings.tagsPerResponse;
-        const counts = per ? `tags per response: berth ${per.berth}, Distribution ${per.distribution} (Distribution 2.8 ignores n and lists every tag); ` : '';
+        const ignored = per && per.distribution > per.berth ? ' (Distribution 2.8 ignores n and lists every tag)' : '';
+        const counts = per ? `tags per response: berth ${per.berth}, Distribution ${per.distribution}${ignored}; ` : '';
         return `${counts}four requests per connection; rate = requests / time until the last answer`;
       },
     },
