@@ -1,20 +1,26 @@
 /**
  * `npm run bench`: berth against CNCF Distribution 2.8 (Debian's docker-registry) on this machine.
  *
- * Starts both registries as child processes on 127.0.0.1 (filesystem storage, a root each under one
- * temp directory), writes the read fixtures straight into both roots, measures every scenario on
- * both in alternating order for several rounds, and writes bench/results/<date>.md with a chart of
- * the ratios (<date>.svg, and <date>.png when rsvg-convert is installed).
+ * Filesystem storage first: starts both registries as child processes on 127.0.0.1 (a root each
+ * under one temp directory), writes the read fixtures straight into both roots, measures every
+ * scenario on both in alternating order for several rounds. Then S3 storage: starts the throw-away
+ * Ceph radosgw of the S3 tests (test/helpers/ceph.ts), both registries again on one bucket (a key
+ * prefix each), and measures a subset (blob push and pull with smaller blobs, a 307 redirect pull,
+ * manifest GET, tags/list). Writes bench/results/<date>.md with a chart of the ratios (<date>.svg,
+ * and <date>.png when rsvg-convert is installed). Without the Ceph tools the S3 rows are skipped,
+ * loudly, on the terminal and on the page.
  *
  * Environment:
  *   BENCH_QUICK=1          a short smoke run (small blobs, 1 s autocannon runs, one round)
- *   BENCH_ONLY=a,b         only the scenarios whose id starts with one of these (e.g. push,skopeo)
+ *   BENCH_ONLY=a,b         only the scenarios whose id starts with one of these (e.g. push,skopeo;
+ *                          s3 for every S3 row, catalog-last for the deep catalog page)
  *   BENCH_CPU_PROFILE=DIR  run berth with node --cpu-prof, writing the profile into DIR on exit
  *                          (bench/profile-top.ts summarises it)
  *   BENCH_BERTH=tsx       run berth from src/ through tsx instead of compiling it first
  *   BENCH_OUT=FILE         write the Markdown here instead of bench/results/<date>.md
  *
- * Needs the Debian packages docker-registry and skopeo, and librsvg2-bin for the PNG chart.
+ * Needs the Debian packages docker-registry and skopeo; ceph-mon, ceph-osd, radosgw and ceph-common
+ * for the S3 rows (skipped without them); librsvg2-bin for the PNG chart.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -29,8 +35,9 @@ import { toolAvailable } from '../test/helpers/tools.js';
 import { linkBlob, PULL_REPO, smallImage, writeBlobFile, writeSmallFixtures } from './lib/fixtures.js';
 import { measureLimits } from './lib/limits.js';
 import { measure, settle } from './lib/process-stats.js';
-import { buildBerth, distributionVersion, startBerth, startDistribution, type Registry, type RegistryName } from './lib/registries.js';
-import { renderMarkdown, renderSvg, toJSON, writeChart, type Machine, type Report, type ScenarioResult } from './lib/report.js';
+import { buildBerth, distributionVersion, filesystemBackend, s3Backend, S3_CHUNK_SIZE, startBerth, startDistribution, type Backend, type Registry, type RegistryName } from './lib/registries.js';
+import { renderMarkdown, renderSvg, toJSON, writeChart, type Machine, type Report, type S3Part, type ScenarioResult } from './lib/report.js';
+import { cephVersion, missingCephTool, startS3Store, type S3Store } from './lib/s3.js';
 import { blobScenarios, skopeoScenarios, smallScenarios, tagsPerResponse, type Scenario, type SmallSettings } from './lib/scenarios.js';
 import { MiB } from './lib/stats.js';
 
@@ -44,7 +51,18 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const settings = quick
   ? { big: 64 * MiB, each: 8 * MiB, blobRounds: 1, duration: 1, warmup: 0.5, smallRounds: 1, tags: 1000, repos: 1000, layerSize: (_i: number) => 64 * 1024, skopeoRounds: 1, limitBytes: 128 * MiB }
   : { big: 1024 * MiB, each: 128 * MiB, blobRounds: 3, duration: 3, warmup: 1, smallRounds: 2, tags: 10_000, repos: 10_000, layerSize: (i: number) => ((i % 5) + 1) * MiB, skopeoRounds: 3, limitBytes: 1024 * MiB };
+/**
+ * S3: smaller blobs than on the filesystem (the store is several times slower than the disk and
+ * the whole run has 15 minutes), fewer tags (Distribution lists every tag on each request, 1000 per
+ * ListObjectsV2 page). The memstore OSD keeps objects in RAM: its cap leaves room for what the
+ * pushes write before radosgw's garbage collector (run after each push scenario) frees it.
+ */
+const s3Settings = quick
+  ? { big: 32 * MiB, each: 4 * MiB, blobRounds: 1, tags: 100, memstoreBytes: 4 * 1024 * MiB }
+  : { big: 128 * MiB, each: 16 * MiB, blobRounds: 3, tags: 1000, memstoreBytes: 8 * 1024 * MiB };
 const CONNECTIONS = [32, 128];
+/** the S3 small-request rows run at one connection count */
+const S3_CONNECTIONS = 32;
 const LAYERS = 20;
 
 const wanted = (id: string) => only.length === 0 || only.some((p) => id.startsWith(p));
@@ -77,6 +95,11 @@ function machineStart(): Machine {
     started: new Date(),
     finished: new Date(),
   };
+}
+
+function skipBanner(missing: string): void {
+  const banner = '!'.repeat(100);
+  log(`${banner}\n  S3 ROWS SKIPPED: ${missing}\n  (the S3 rows need the Ceph packages of the S3 tests; the results page says so)\n${banner}`);
 }
 
 /** runs one scenario: warm-up, then `rounds` rounds over both registries in alternating order */
@@ -120,8 +143,10 @@ async function main(): Promise<number> {
   const work = await mkdtemp(join(tmpdir(), 'berth-bench-'));
   // removed however the run ends (the registries are killed by the exit guards of the helpers)
   process.on('exit', () => rmSync(work, { recursive: true, force: true }));
-  const regs: Partial<Record<RegistryName, Registry>> = {};
+  const running: Registry[] = [];
   const results: ScenarioResult[] = [];
+  let store: S3Store | undefined;
+  let s3: S3Part | undefined;
   let limits;
   try {
     log('physical limits: sha256, disk, loopback');
@@ -131,49 +156,130 @@ async function main(): Promise<number> {
     log('generating blobs and their digests');
     const big = new PatternBlob(settings.big);
     const eight = Array.from({ length: 8 }, () => new PatternBlob(settings.each));
-    for (const blob of [big, ...eight]) blob.digest();
+    const s3big = new PatternBlob(s3Settings.big);
+    const s3eight = Array.from({ length: 8 }, () => new PatternBlob(s3Settings.each));
     const image = smallImage();
     const small: SmallSettings = { image, connections: CONNECTIONS, duration: settings.duration, warmup: settings.warmup, rounds: settings.smallRounds, tags: settings.tags, repos: settings.repos };
+    const s3small: SmallSettings = { ...small, storage: 's3', connections: [S3_CONNECTIONS], tags: s3Settings.tags, endpoints: ['manifest-get', 'tags-list'] };
     const layerSizes = Array.from({ length: LAYERS }, (_, i) => settings.layerSize(i));
     const layout = await writeOCILayout(join(work, 'oci-layout'), { layerSizes });
     const layoutBytes = await imageBytes(layout.dir, layout.blobDigests);
 
-    const scenarios = [
+    const fsScenarios = [
       ...blobScenarios({ big, eight, rounds: settings.blobRounds }),
       // skopeo before the listings, whose answers grow berth's heap (RSS stays up afterwards)
       ...skopeoScenarios({ image: layout, bytes: layoutBytes, rounds: settings.skopeoRounds, work }),
       ...smallScenarios(small),
     ].filter((s) => wanted(s.id));
-
-    const roots = { berth: join(work, 'berth'), distribution: join(work, 'distribution') };
-    log(`writing read fixtures (${settings.tags} tags, ${settings.repos} repositories) into both roots`);
-    for (const root of Object.values(roots)) await writeSmallFixtures(root, image, { tags: settings.tags, repos: settings.repos });
+    const s3Scenarios = [
+      // deleted objects stay in the memstore OSD's RAM until radosgw's garbage collector runs
+      ...blobScenarios({ big: s3big, eight: s3eight, rounds: s3Settings.blobRounds, storage: 's3', afterPushes: () => store?.reclaim() ?? Promise.resolve() }),
+      ...smallScenarios(s3small),
+    ].filter((s) => wanted(s.id));
+    // said at the start too, so nobody waits ten minutes to learn that half the rows will be missing
+    const cephMissing = s3Scenarios.length > 0 ? missingCephTool() : undefined;
+    if (cephMissing) skipBanner(cephMissing);
+    const used = (scenarios: Scenario[], blobs: PatternBlob[]) => (scenarios.some((s) => s.group === 'blob') ? blobs : []);
+    for (const blob of [...used(fsScenarios, [big, ...eight]), ...used(s3Scenarios, [s3big, ...s3eight])]) blob.digest();
 
     if (profileDir) await mkdir(profileDir, { recursive: true });
     const cli = fromSource ? undefined : (log('compiling berth (tsc -p tsconfig.build.json --outDir .tmp/bench-dist)'), buildBerth());
-    regs.berth = await startBerth(roots.berth, cli, { cpuProfileDir: profileDir, fromSource });
-    regs.distribution = await startDistribution(roots.distribution);
-    log(`berth ${regs.berth.url} (pid ${regs.berth.pid}), Distribution ${regs.distribution.url} (pid ${regs.distribution.pid})`);
-    const both = regs as Record<RegistryName, Registry>;
-    small.tagsPerResponse = await tagsPerResponse(Object.values(both));
+    const start = async (backends: Record<RegistryName, Backend>, what: string): Promise<Record<RegistryName, Registry>> => {
+      const berth = await startBerth(backends.berth, cli, { cpuProfileDir: profileDir, fromSource });
+      running.push(berth);
+      const distribution = await startDistribution(backends.distribution);
+      running.push(distribution);
+      log(`${what}: berth ${berth.url} (pid ${berth.pid}), Distribution ${distribution.url} (pid ${distribution.pid})`);
+      return { berth, distribution };
+    };
+    const stopAll = async () => {
+      await Promise.allSettled(running.splice(0).map((r) => r.stop()));
+    };
 
-    let pullReady = false;
-    for (const scenario of scenarios) {
-      if (scenario.id.startsWith('pull') && !pullReady) {
-        // after the pushes, so a pushed blob never meets the same blob already stored
-        log('writing the pull fixtures (hard links into both roots)');
-        for (const [i, blob] of [big, ...eight].entries()) {
-          const file = join(work, 'pull-fixtures', `blob-${i}`);
-          await writeBlobFile(file, blob);
-          for (const root of Object.values(roots)) await linkBlob(root, PULL_REPO, blob.digest(), file);
+    // ---- filesystem storage
+    if (fsScenarios.length > 0) {
+      const roots = { berth: join(work, 'berth'), distribution: join(work, 'distribution') };
+      log(`writing read fixtures (${settings.tags} tags, ${settings.repos} repositories) into both roots`);
+      for (const root of Object.values(roots)) await writeSmallFixtures(root, image, { tags: settings.tags, repos: settings.repos });
+      const both = await start({ berth: filesystemBackend(roots.berth), distribution: filesystemBackend(roots.distribution) }, 'filesystem storage');
+      small.tagsPerResponse = await tagsPerResponse(Object.values(both));
+
+      let pullReady = false;
+      for (const scenario of fsScenarios) {
+        if (scenario.id.startsWith('pull') && !pullReady) {
+          // after the pushes, so a pushed blob never meets the same blob already stored
+          log('writing the pull fixtures (hard links into both roots)');
+          for (const [i, blob] of [big, ...eight].entries()) {
+            const file = join(work, 'pull-fixtures', `blob-${i}`);
+            await writeBlobFile(file, blob);
+            for (const root of Object.values(roots)) await linkBlob(root, PULL_REPO, blob.digest(), file);
+          }
+          pullReady = true;
         }
-        pullReady = true;
+        log(`${scenario.id}: ${scenario.title}`);
+        results.push(await runScenario(scenario, both));
       }
-      log(`${scenario.id}: ${scenario.title}`);
-      results.push(await runScenario(scenario, both));
+      const t0 = Date.now();
+      await stopAll();
+      // the S3 phase needs neither the roots nor their page cache
+      await run('rm', ['-rf', roots.berth, roots.distribution, join(work, 'pull-fixtures')]).catch(() => undefined);
+      log(`filesystem registries stopped and their roots removed in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    }
+
+    // ---- S3 storage: both registries on one bucket of a throw-away Ceph radosgw
+    if (s3Scenarios.length > 0) {
+      if (cephMissing) {
+        s3 = { store: 'Ceph radosgw', skipped: cephMissing };
+        skipBanner(cephMissing);
+      } else {
+        try {
+          log(`starting the Ceph store (memstore OSD, radosgw on 127.0.0.1)`);
+          store = await startS3Store(s3Settings.memstoreBytes);
+          s3 = { store: `${cephVersion()}, single node on 127.0.0.1, one memstore OSD (objects in RAM)` };
+          const prefixes = { berth: store.prefix('berth'), distribution: store.prefix('distribution') };
+          if (s3Scenarios.some((s) => s.group === 'small')) {
+            log(`writing S3 read fixtures (${s3Settings.tags} tags) under both prefixes`);
+            await Promise.all(Object.values(prefixes).map((prefix) => prefix.writeSmallFixtures(image, s3Settings.tags)));
+          }
+          const s3store = store;
+          const backends = (redirect: boolean) => ({
+            berth: s3Backend(s3store, prefixes.berth, redirect),
+            distribution: s3Backend(s3store, prefixes.distribution, redirect),
+          });
+          const streaming = await start(backends(false), 'S3 storage, redirect disabled');
+          const redirecting = s3Scenarios.some((s) => s.instance === 'redirect') ? await start(backends(true), 'S3 storage, redirects') : undefined;
+          if (s3Scenarios.some((s) => s.group === 'small')) s3small.tagsPerResponse = await tagsPerResponse(Object.values(streaming));
+
+          let pullReady = false;
+          for (const scenario of s3Scenarios) {
+            if (scenario.id.startsWith('s3-pull') && !pullReady) {
+              log('writing the S3 pull fixtures (PutObject under the berth prefix, CopyObject to the Distribution prefix)');
+              for (const blob of [s3big, ...s3eight]) {
+                await prefixes.berth.putBlob(PULL_REPO, blob);
+                await prefixes.distribution.copyBlob(prefixes.berth, PULL_REPO, blob.digest());
+              }
+              pullReady = true;
+            }
+            log(`${scenario.id}: ${scenario.title}`);
+            results.push(await runScenario(scenario, scenario.instance === 'redirect' && redirecting ? redirecting : streaming));
+          }
+        } catch (err) {
+          // the store or a registry did not start: every S3 row not run yet is a failure
+          const message = err instanceof Error ? err.message : String(err);
+          log(`S3 storage FAILED: ${message}`);
+          for (const scenario of s3Scenarios) {
+            if (!results.some((r) => r.scenario === scenario)) results.push({ scenario, samples: { berth: [], distribution: [] }, error: `S3 setup failed: ${message}` });
+          }
+        } finally {
+          await stopAll();
+          await store?.stop();
+          store = undefined;
+        }
+      }
     }
   } finally {
-    await Promise.allSettled(Object.values(regs).map((r) => r.stop()));
+    await Promise.allSettled(running.map((r) => r.stop()));
+    await store?.stop();
     log('removing the temp roots');
     // rm(1) is many times faster than fs.rm on tens of thousands of directories
     await run('rm', ['-rf', work]).catch(() => rm(work, { recursive: true, force: true }));
@@ -185,8 +291,11 @@ async function main(): Promise<number> {
   const out = process.env.BENCH_OUT ? resolve(process.env.BENCH_OUT) : join(BENCH_DIR, 'results', `${date}${quick ? '-quick' : ''}.md`);
   await mkdir(dirname(out), { recursive: true });
   const stem = out.replace(/\.md$/, '');
+  if (s3?.skipped) notes.push(`**The S3 rows were skipped: ${s3.skipped}.** Install the Ceph packages (ceph-mon ceph-osd radosgw ceph-common) to measure them.`);
+  const s3Ran = s3 !== undefined && !s3.skipped;
   const report: Report = {
     machine,
+    s3,
     limits,
     results,
     quick,
@@ -199,6 +308,13 @@ async function main(): Promise<number> {
       `# small requests: autocannon({ url, method, connections: 32 | 128, duration: ${settings.duration} }) from the bench process`,
       `# skopeo:        skopeo copy --dest-tls-verify=false oci:<layout>:latest docker://<host>/bench/skopeo/in-r<N>:v1`,
       `#                skopeo copy --src-tls-verify=false docker://<host>/bench/skopeo/out:v1 dir:<tmp>`,
+      ...(s3Ran
+        ? [
+            `# S3 store:     bash test/helpers/ceph-s3.sh start <dir> <port>   (MEMSTORE_BYTES=${s3Settings.memstoreBytes}; the S3 tests' store)`,
+            `# S3 registries: the same commands with storage.s3 { regionendpoint: http://127.0.0.1:<port>, bucket, rootdirectory: /berth | /distribution, chunksize: ${S3_CHUNK_SIZE}, v4auth: true }`,
+            `#                and storage.redirect.disable: true (s3-pull-redirect: a second instance of each with redirects on)`,
+          ]
+        : []),
     ].join('\n'),
     settings: {
       'big blob': `${settings.big / MiB} MiB`,
@@ -209,6 +325,12 @@ async function main(): Promise<number> {
       'skopeo image': `${LAYERS} layers (random data, gzip), ${settings.skopeoRounds} rounds`,
       'peak RSS': 'VmHWM of the registry process, reset (clear_refs 5) before each measurement',
       'CPU s': 'utime + stime of the registry process (all threads), difference over the measurement',
+      ...(s3Ran
+        ? {
+            'S3 blobs': `${s3Settings.big / MiB} MiB, 8 × ${s3Settings.each / MiB} MiB concurrent, ${s3Settings.blobRounds} rounds`,
+            'S3 small requests': `manifest GET and tags/list at ${S3_CONNECTIONS} connections; ${s3Settings.tags} tags in bench/tags`,
+          }
+        : {}),
       ...(only.length ? { 'only': only.join(', ') } : {}),
       ...(profileDir ? { 'CPU profile': 'berth ran with --cpu-prof (slower than without)' } : {}),
     },

@@ -5,7 +5,8 @@
  * the pull scenarios (hard links to one file written once, so every root shares the bytes).
  *
  * The catalog repositories hold both `_layers` (what Distribution 2.8 looks for) and `_manifests`
- * (what berth looks for), both empty.
+ * (what berth looks for), both empty. The S3 rows write the same image and tags through
+ * writeImage() and bench/lib/s3.ts.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
@@ -56,22 +57,36 @@ export function smallImage(): SmallImage {
 /** a storage path (starting with /docker/registry/v2) under a root directory */
 const local = (root: string, path: string) => join(root, path);
 
-async function put(root: string, path: string, data: Buffer | string): Promise<void> {
-  const file = local(root, path);
-  await mkdir(dirname(file), { recursive: true });
-  await writeFile(file, data);
-}
+/** writes one object of the storage (a path starting with /docker/registry/v2) */
+export type Put = (path: string, data: Buffer | string) => Promise<void>;
 
-async function putBlob(root: string, digest: Digest, data: Buffer): Promise<void> {
-  await put(root, layout.blobData(digest), data);
-}
+/** a Put into the filesystem storage under `root` */
+export const filePut =
+  (root: string): Put =>
+  async (path, data) => {
+    const file = local(root, path);
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(file, data);
+  };
 
 /** a repository's links to a manifest (revision) and, when tagged, its tag files */
-async function linkManifest(root: string, repo: string, digest: Digest, tag?: string): Promise<void> {
-  await put(root, layout.manifestRevisionLink(repo, digest), digest);
+async function linkManifest(put: Put, repo: string, digest: Digest, tag?: string): Promise<void> {
+  await put(layout.manifestRevisionLink(repo, digest), digest);
   if (tag !== undefined) {
-    await put(root, layout.tagCurrentLink(repo, tag), digest);
-    await put(root, layout.tagIndexLink(repo, tag, digest), digest);
+    await put(layout.tagCurrentLink(repo, tag), digest);
+    await put(layout.tagIndexLink(repo, tag, digest), digest);
+  }
+}
+
+/** the small image's blobs, linked into SMALL_REPO and TAGS_REPO and tagged `latest` in both */
+export async function writeImage(put: Put, image: SmallImage): Promise<void> {
+  await put(layout.blobData(image.manifestDigest), image.manifest);
+  await put(layout.blobData(image.config.digest), image.config.data);
+  await put(layout.blobData(image.layer.digest), image.layer.data);
+  for (const repo of [SMALL_REPO, TAGS_REPO]) {
+    await put(layout.layerLink(repo, image.config.digest), image.config.digest);
+    await put(layout.layerLink(repo, image.layer.digest), image.layer.digest);
+    await linkManifest(put, repo, image.manifestDigest, 'latest');
   }
 }
 
@@ -85,14 +100,7 @@ export const catalogRepo = (i: number) => `${CATALOG_PREFIX}/r${String(i).padSta
  * thousands of entries, which the promise API on a loaded 2-core machine takes a minute for.
  */
 export async function writeSmallFixtures(root: string, image: SmallImage, counts: { tags: number; repos: number }): Promise<void> {
-  await putBlob(root, image.manifestDigest, image.manifest);
-  await putBlob(root, image.config.digest, image.config.data);
-  await putBlob(root, image.layer.digest, image.layer.data);
-  for (const repo of [SMALL_REPO, TAGS_REPO]) {
-    await put(root, layout.layerLink(repo, image.config.digest), image.config.digest);
-    await put(root, layout.layerLink(repo, image.layer.digest), image.layer.digest);
-    await linkManifest(root, repo, image.manifestDigest, 'latest');
-  }
+  await writeImage(filePut(root), image);
   for (let i = 0; i < counts.tags; i++) {
     const current = local(root, layout.tagCurrentLink(TAGS_REPO, tagName(i)));
     mkdirSync(dirname(current), { recursive: true });
@@ -122,7 +130,7 @@ export async function linkBlob(root: string, repo: string, digest: string, sourc
   await mkdir(dirname(target), { recursive: true });
   await rm(target, { force: true });
   await link(source, target);
-  await put(root, layout.layerLink(repo, digest as Digest), digest);
+  await filePut(root)(layout.layerLink(repo, digest as Digest), digest);
 }
 
 /** removes a blob and a repository from a root (after a push, so the next push starts clean) */

@@ -115,3 +115,17 @@ export async function pullBlob(base: string, repo: string, digest: string, expec
   if (answer.received !== expectedBytes) throw new Error(`GET blob ${digest}: ${answer.received} bytes, expected ${expectedBytes}`);
   return answer.ms;
 }
+
+/**
+ * GET a blob from a registry that redirects (307 to a pre-signed URL of the store), then GET that
+ * URL, counting and dropping the bytes; returns the wall time of both in ms
+ */
+export async function pullRedirected(base: string, repo: string, digest: string, expectedBytes: number): Promise<number> {
+  const started = performance.now();
+  const answer = expect(await send('GET', `${base}/v2/${repo}/blobs/${digest}`), 307, `GET blob ${digest} (expecting a redirect)`);
+  const target = answer.headers.location;
+  if (!target) throw new Error(`GET blob ${digest}: 307 without Location`);
+  const data = expect(await send('GET', new URL(target, base), { keepText: 0 }), 200, `GET ${target}`);
+  if (data.received !== expectedBytes) throw new Error(`GET ${target}: ${data.received} bytes, expected ${expectedBytes}`);
+  return performance.now() - started;
+}

@@ -1,7 +1,8 @@
 /**
- * The two registries under test, as child processes on 127.0.0.1, each with filesystem storage
- * under its own root: berth (compiled, `node .tmp/bench-dist/cli.js serve`) and CNCF Distribution 2.8
- * (Debian's docker-registry). Both run without per-request logging (berth: access log off, level
+ * The two registries under test, as child processes on 127.0.0.1: berth (compiled,
+ * `node .tmp/bench-dist/cli.js serve`) and CNCF Distribution 2.8 (Debian's docker-registry), each
+ * on its own storage: a filesystem root each, or a key prefix each (storage.s3.rootdirectory) of
+ * one bucket of the S3 store. Both run without per-request logging (berth: access log off, level
  * warn; Distribution: access log off, level warn), so neither pays for log lines the other skips.
  */
 import { execFileSync } from 'node:child_process';
@@ -14,6 +15,8 @@ import { REPO_ROOT } from '../../test/helpers/berth-process.js';
 import { freePort } from '../../test/helpers/ports.js';
 import { cleanEnv, killPid, spawnLogged, waitForHttp } from '../../test/helpers/processes.js';
 import { REFERENCE_REGISTRY_BIN, startReferenceRegistry } from '../../test/helpers/reference-registry.js';
+import { removePushed } from './fixtures.js';
+import type { S3Prefix, S3Store } from './s3.js';
 
 export type RegistryName = 'berth' | 'distribution';
 
@@ -23,9 +26,44 @@ export interface Registry {
   /** host:port, for skopeo */
   host: string;
   pid: number;
-  root: string;
+  backend: Backend;
   stop(): Promise<void>;
   logs(): string;
+}
+
+/** where a registry keeps its data */
+export interface Backend {
+  kind: 'filesystem' | 's3';
+  /** the storage section of the configuration, without delete and maintenance (the same for both registries) */
+  storage: Record<string, unknown>;
+  /** removes a pushed repository and its blobs, so the next push starts clean */
+  removePushed(repo: string, digests: string[]): Promise<void>;
+}
+
+export function filesystemBackend(root: string): Backend {
+  return {
+    kind: 'filesystem',
+    storage: { filesystem: { rootdirectory: root } },
+    removePushed: (repo, digests) => removePushed(root, repo, digests),
+  };
+}
+
+/** S3 part size of both registries (both default to 10 MiB; set explicitly so they stay equal) */
+export const S3_CHUNK_SIZE = 10 * 1024 * 1024;
+
+/**
+ * storage.s3 on the prefix `prefix` of the store's bucket; `redirect: false` sets
+ * storage.redirect.disable (the registry streams blob bytes instead of answering 307)
+ */
+export function s3Backend(store: S3Store, prefix: S3Prefix, redirect: boolean): Backend {
+  return {
+    kind: 's3',
+    storage: {
+      s3: { ...store.ceph.params(store.bucket, { rootdirectory: prefix.rootdirectory }), v4auth: true, chunksize: S3_CHUNK_SIZE },
+      redirect: { disable: !redirect },
+    },
+    removePushed: (repo, digests) => prefix.removePushed(repo, digests),
+  };
 }
 
 export interface StartOptions {
@@ -47,7 +85,7 @@ export function buildBerth(): string {
   return join(outDir, 'cli.js');
 }
 
-export async function startBerth(root: string, cli: string | undefined, options: StartOptions = {}): Promise<Registry> {
+export async function startBerth(backend: Backend, cli: string | undefined, options: StartOptions = {}): Promise<Registry> {
   const configDir = await mkdtemp(join(tmpdir(), 'berth-bench-config-'));
   const configFile = join(configDir, 'config.yml');
   const nodeArgs = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
@@ -62,7 +100,7 @@ export async function startBerth(root: string, cli: string | undefined, options:
         stringify({
           version: '0.1',
           log: { level: 'warn', accesslog: { disabled: true } },
-          storage: { filesystem: { rootdirectory: root }, delete: { enabled: true }, maintenance: { uploadpurging: { enabled: false } } },
+          storage: { ...backend.storage, delete: { enabled: true }, maintenance: { uploadpurging: { enabled: false } } },
           http: { addr: `127.0.0.1:${port}`, secret: 'berth-bench-secret' },
         }),
       );
@@ -86,7 +124,7 @@ export async function startBerth(root: string, cli: string | undefined, options:
         url,
         host: new URL(url).host,
         pid: proc.pid,
-        root,
+        backend,
         logs: () => proc.logs(),
         // SIGTERM lets berth drain and exit (writing the CPU profile); SIGKILL after 15 s
         stop: () => (stopped ??= killPid(proc, { graceMs: 15_000 }).finally(() => rm(configDir, { recursive: true, force: true }))),
@@ -99,17 +137,23 @@ export async function startBerth(root: string, cli: string | undefined, options:
   throw lastError;
 }
 
-export async function startDistribution(root: string): Promise<Registry> {
+export async function startDistribution(backend: Backend): Promise<Registry> {
+  const fs = backend.storage.filesystem as { rootdirectory: string } | undefined;
+  // startReferenceRegistry runs it without the CA-bundle variables (its S3 driver fails on an
+  // AWS_CA_BUNDLE it cannot read) and without REGISTRY_* variables
   const ref = await startReferenceRegistry({
-    rootdirectory: root,
-    config: { log: { level: 'warn', accesslog: { disabled: true } } },
+    rootdirectory: fs?.rootdirectory,
+    config: {
+      log: { level: 'warn', accesslog: { disabled: true } },
+      storage: { ...(fs ? {} : { filesystem: undefined }), ...backend.storage },
+    },
   });
   return {
     name: 'distribution',
     url: ref.url,
     host: new URL(ref.url).host,
     pid: ref.pid,
-    root,
+    backend,
     logs: () => ref.logs(),
     stop: () => ref.stop(),
   };

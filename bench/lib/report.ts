@@ -1,6 +1,7 @@
 /**
  * The results: a Markdown page (machine, limits, a summary, one table per scenario, the commands)
- * and a chart of the ratios berth / Distribution, as SVG and, through rsvg-convert, PNG.
+ * and a chart of the ratios berth / Distribution, as SVG and, through rsvg-convert, PNG. The rows on
+ * filesystem storage and those on S3 storage are separate sections of the page and of the chart.
  */
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -8,7 +9,7 @@ import { promisify } from 'node:util';
 import type { Limits } from './limits.js';
 import type { Usage } from './process-stats.js';
 import type { RegistryName } from './registries.js';
-import type { Outcome, Scenario } from './scenarios.js';
+import type { Outcome, Scenario, Storage } from './scenarios.js';
 import { median, MiB } from './stats.js';
 
 const run = promisify(execFile);
@@ -64,8 +65,18 @@ export interface Machine {
   finished: Date;
 }
 
+/** the S3 part of a run */
+export interface S3Part {
+  /** what the store is (Ceph version, memstore) */
+  store: string;
+  /** why the S3 rows were not measured (a Ceph tool missing), shown loudly on the page */
+  skipped?: string;
+}
+
 export interface Report {
   machine: Machine;
+  /** undefined when the run selected no S3 row (BENCH_ONLY) */
+  s3?: S3Part;
   limits: Limits;
   results: ScenarioResult[];
   settings: Record<string, string>;
@@ -91,8 +102,17 @@ export function renderMarkdown(report: Report): string {
   const lines: string[] = [];
   lines.push(`# berth vs CNCF Distribution: benchmarks of ${date}${report.quick ? ' (BENCH_QUICK smoke run: small blobs, short runs, not representative)' : ''}`);
   lines.push('');
-  lines.push(`Both registries ran side by side on 127.0.0.1 as child processes, filesystem storage, each its own root on the same disk; every scenario ran both in alternating order (round 1 berth first, round 2 Distribution first, ...). Figures are medians over the rounds. Ratio = berth / Distribution: above 1 berth is faster; for peak RSS and CPU below 1 berth uses less.`);
+  const storages = sections(report).map(([storage]) => storage);
+  const where = [
+    storages.includes('filesystem') ? 'on filesystem storage (each its own root on the same disk)' : '',
+    storages.includes('s3') ? `${storages.length > 1 ? 'then ' : ''}on S3 storage (one bucket of a local Ceph radosgw, each its own key prefix)` : '',
+  ].filter(Boolean);
+  lines.push(`Both registries ran side by side on 127.0.0.1 as child processes, ${where.join(', and ')}; every scenario ran both in alternating order (round 1 berth first, round 2 Distribution first, ...). Figures are medians over the rounds. Ratio = berth / Distribution: above 1 berth is faster; for peak RSS and CPU below 1 berth uses less.`);
   lines.push('');
+  if (report.s3?.skipped) {
+    lines.push(`> **S3 rows skipped: ${report.s3.skipped}.** This page has the filesystem rows only.`);
+    lines.push('');
+  }
   lines.push('![ratios berth / Distribution](' + report.chartFile + ')');
   lines.push('');
   lines.push('## Machine');
@@ -105,6 +125,7 @@ export function renderMarkdown(report: Report): string {
   lines.push(`| Node.js | ${machine.node} (berth: one process, one event loop; ${machine.berthRun}) |`);
   lines.push(`| reference | ${machine.distribution} (Go, uses every core) |`);
   lines.push(`| berth | commit ${machine.berthCommit} |`);
+  if (report.s3) lines.push(`| S3 store | ${report.s3.skipped ? `skipped: ${report.s3.skipped}` : report.s3.store} |`);
   lines.push(`| load average (1/5/15 min) at start | ${load(machine.loadStart)} |`);
   lines.push(`| load average (1/5/15 min) at end | ${load(machine.loadEnd)} |`);
   lines.push(`| duration | ${((machine.finished.getTime() - machine.started.getTime()) / 60000).toFixed(1)} min (${machine.started.toISOString()} to ${machine.finished.toISOString()}) |`);
@@ -125,47 +146,35 @@ export function renderMarkdown(report: Report): string {
   lines.push(`Blob push target: 80% of min(sha256, disk write) = ${f(0.8 * floor, 0)} MiB/s. Pulls read from the page cache here (the blobs were just written and memory is large), so they measure the registries, not the disk.`);
   lines.push('');
   lines.push('## Summary');
-  lines.push('');
-  lines.push('| scenario | unit | berth | Distribution | ratio | peak RSS MiB berth / Distribution | CPU s berth / Distribution |');
-  lines.push('|---|---|---:|---:|---:|---:|---:|');
-  for (const result of results) {
-    const { b, r } = both(result);
-    const s = result.scenario;
-    if (result.error) {
-      lines.push(`| ${s.id} | ${s.unit} | failed | | | | |`);
-      continue;
+  for (const [storage, rows] of sections(report)) {
+    lines.push('');
+    lines.push(`### ${SECTION_TITLES[storage]}`);
+    lines.push('');
+    if (storage === 's3') lines.push(s3Intro(report), '');
+    if (rows.length === 0) continue;
+    lines.push('| scenario | unit | berth | Distribution | ratio | peak RSS MiB berth / Distribution | CPU s berth / Distribution |');
+    lines.push('|---|---|---:|---:|---:|---:|---:|');
+    for (const result of rows) {
+      const { b, r } = both(result);
+      const s = result.scenario;
+      if (result.error) {
+        lines.push(`| ${s.id} | ${s.unit} | failed | | | | |`);
+        continue;
+      }
+      lines.push(
+        `| ${s.id} | ${s.unit} | ${fmtThroughput(b?.throughput, s.unit)} | ${fmtThroughput(r?.throughput, s.unit)} | **${f(ratio(b?.throughput, r?.throughput), 2)}×** | ${f(mib(b?.peakRss), 0)} / ${f(mib(r?.peakRss), 0)} | ${f(b?.cpu, 2)} / ${f(r?.cpu, 2)} |`,
+      );
     }
-    lines.push(
-      `| ${s.id} | ${s.unit} | ${fmtThroughput(b?.throughput, s.unit)} | ${fmtThroughput(r?.throughput, s.unit)} | **${f(ratio(b?.throughput, r?.throughput), 2)}×** | ${f(mib(b?.peakRss), 0)} / ${f(mib(r?.peakRss), 0)} | ${f(b?.cpu, 2)} / ${f(r?.cpu, 2)} |`,
-    );
   }
-  lines.push('');
+  if (lines[lines.length - 1] !== '') lines.push('');
   lines.push('## Targets');
   lines.push('');
   lines.push(...targets(report).map((t) => `- ${t}`));
-  lines.push('');
-  lines.push('## Scenarios');
-  for (const result of results) {
-    const s = result.scenario;
+  for (const [storage, rows] of sections(report)) {
+    if (rows.length === 0) continue;
     lines.push('');
-    lines.push(`### ${s.id}: ${s.title}`);
-    lines.push('');
-    if (s.note) lines.push(`${s.note}.`, '');
-    if (result.error) {
-      lines.push('Failed: `' + result.error.replace(/`/g, "'").slice(0, 800) + '`');
-      continue;
-    }
-    const { b, r } = both(result);
-    const latencyUnit = 'ms';
-    lines.push(`| | ${s.unit} | time s | p50 ${latencyUnit} | p99 ${latencyUnit} | peak RSS MiB | CPU s | rounds |`);
-    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');
-    const row = (name: string, x?: Summary) =>
-      lines.push(`| ${name} | ${fmtThroughput(x?.throughput, s.unit)} | ${f(x?.seconds, 2)} | ${f(x?.p50, 1)} | ${f(x?.p99, 1)} | ${f(mib(x?.peakRss), 0)} | ${f(x?.cpu, 2)} | ${x?.rounds ?? 0} |`);
-    row('berth', b);
-    row('Distribution', r);
-    lines.push(
-      `| berth / Distribution | **${f(ratio(b?.throughput, r?.throughput), 2)}** | ${f(ratio(b?.seconds, r?.seconds), 2)} | ${f(ratio(b?.p50, r?.p50), 2)} | ${f(ratio(b?.p99, r?.p99), 2)} | ${f(ratio(b?.peakRss, r?.peakRss), 2)} | ${f(ratio(b?.cpu, r?.cpu), 2)} | |`,
-    );
+    lines.push(`## Scenarios on ${storage === 's3' ? 'S3' : 'filesystem'} storage`);
+    for (const result of rows) renderScenario(lines, result);
   }
   lines.push('');
   if (report.notes.length > 0) {
@@ -187,6 +196,50 @@ export function renderMarkdown(report: Report): string {
   return lines.join('\n');
 }
 
+const SECTION_TITLES: Record<Storage, string> = { filesystem: 'Filesystem storage', s3: 'S3 storage (Ceph radosgw)' };
+
+/** the results by storage, in run order; the S3 section also when its rows were skipped */
+function sections(report: Report): [Storage, ScenarioResult[]][] {
+  const out: [Storage, ScenarioResult[]][] = [];
+  const fs = report.results.filter((r) => r.scenario.storage !== 's3');
+  const s3 = report.results.filter((r) => r.scenario.storage === 's3');
+  if (fs.length > 0) out.push(['filesystem', fs]);
+  if (s3.length > 0 || report.s3) out.push(['s3', s3]);
+  return out;
+}
+
+function s3Intro(report: Report): string {
+  if (report.s3?.skipped) return `**Skipped: ${report.s3.skipped}.** The S3 rows need the Ceph packages of the S3 tests (\`apt-get install -y --no-install-recommends ceph-mon ceph-osd radosgw ceph-common\`); the bench installs nothing.`;
+  return [
+    `Both registries on one bucket of ${report.s3?.store ?? 'a local Ceph radosgw'}, each under its own key prefix (storage.s3.rootdirectory), parts of 10 MiB; the store runs on the same cores as the registries and the client, and sets the pace of most rows.`,
+    `Blob rows stream through the registry (storage.redirect.disable: true) except s3-pull-redirect, which runs against a second instance of each registry with redirects on.`,
+    `Blobs are smaller than the filesystem rows' to keep the run in its time budget (see the titles).`,
+    `Peak RSS is VmHWM reset to the current RSS before each run: memory a process has not given back yet after the row before (Distribution's Go heap after s3-push-8x) counts in the next row.`,
+  ].join(' ');
+}
+
+function renderScenario(lines: string[], result: ScenarioResult): void {
+  const s = result.scenario;
+  lines.push('');
+  lines.push(`### ${s.id}: ${s.title}`);
+  lines.push('');
+  if (s.note) lines.push(`${s.note}.`, '');
+  if (result.error) {
+    lines.push('Failed: `' + result.error.replace(/`/g, "'").slice(0, 800) + '`');
+    return;
+  }
+  const { b, r } = both(result);
+  lines.push(`| | ${s.unit} | time s | p50 ms | p99 ms | peak RSS MiB | CPU s | rounds |`);
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+  const row = (name: string, x?: Summary) =>
+    lines.push(`| ${name} | ${fmtThroughput(x?.throughput, s.unit)} | ${f(x?.seconds, 2)} | ${f(x?.p50, 1)} | ${f(x?.p99, 1)} | ${f(mib(x?.peakRss), 0)} | ${f(x?.cpu, 2)} | ${x?.rounds ?? 0} |`);
+  row('berth', b);
+  row('Distribution', r);
+  lines.push(
+    `| berth / Distribution | **${f(ratio(b?.throughput, r?.throughput), 2)}** | ${f(ratio(b?.seconds, r?.seconds), 2)} | ${f(ratio(b?.p50, r?.p50), 2)} | ${f(ratio(b?.p99, r?.p99), 2)} | ${f(ratio(b?.peakRss, r?.peakRss), 2)} | ${f(ratio(b?.cpu, r?.cpu), 2)} | |`,
+  );
+}
+
 function targets(report: Report): string[] {
   const out: string[] = [];
   const behind: string[] = [];
@@ -201,16 +254,18 @@ function targets(report: Report): string[] {
     if (result.scenario.group === 'blob') {
       const m = ratio(b?.peakRss, r?.peakRss);
       if (m !== undefined && m > 1) rssOver.push(`${result.scenario.id} (${f(mib(b?.peakRss), 0)} vs ${f(mib(r?.peakRss), 0)} MiB)`);
-      if (result.scenario.id.startsWith('push') && b && b.throughput < floor) slowPush.push(`${result.scenario.id} (${b.throughput.toFixed(0)} MiB/s)`);
+      // the sha256 / disk floor is a filesystem limit; on S3 the store sets the pace
+      if (result.scenario.storage !== 's3' && result.scenario.id.startsWith('push') && b && b.throughput < floor) slowPush.push(`${result.scenario.id} (${b.throughput.toFixed(0)} MiB/s)`);
     }
   }
   out.push(behind.length === 0 ? 'berth ≥ 1.0× Distribution on every throughput row: **met**.' : `berth ≥ 1.0× Distribution on every throughput row: **not met** on ${behind.join(', ')}.`);
   out.push(rssOver.length === 0 ? 'berth peak RSS ≤ Distribution on blob transfers: **met**.' : `berth peak RSS ≤ Distribution on blob transfers: **not met** on ${rssOver.join(', ')}.`);
   out.push(
     slowPush.length === 0
-      ? `berth blob push ≥ 80% of min(sha256, disk write) = ${floor.toFixed(0)} MiB/s: **met**.`
-      : `berth blob push ≥ 80% of min(sha256, disk write) = ${floor.toFixed(0)} MiB/s: **not met** on ${slowPush.join(', ')}.`,
+      ? `berth blob push on the filesystem ≥ 80% of min(sha256, disk write) = ${floor.toFixed(0)} MiB/s: **met**.`
+      : `berth blob push on the filesystem ≥ 80% of min(sha256, disk write) = ${floor.toFixed(0)} MiB/s: **not met** on ${slowPush.join(', ')}.`,
   );
+  if (report.s3?.skipped) out.push(`S3 rows: **not measured**: ${report.s3.skipped}.`);
   return out;
 }
 
@@ -219,9 +274,22 @@ function targets(report: Report): string[] {
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
-/** two panels of horizontal bars on a log scale around 1: throughput ratio, peak RSS ratio */
+/**
+ * two panels of horizontal bars on a log scale around 1: throughput ratio, peak RSS ratio; with S3
+ * rows (or S3 skipped), a heading line before each storage's rows
+ */
 export function renderSvg(report: Report): string {
-  const rows = report.results.filter((r) => !r.error);
+  type Line = { heading: string } | { result: ScenarioResult };
+  const parts = sections(report);
+  const lines: Line[] = [];
+  for (const [storage, results] of parts) {
+    if (parts.length > 1 || storage === 's3') {
+      const skipped = storage === 's3' && report.s3?.skipped ? ` — skipped: ${report.s3.skipped}` : '';
+      lines.push({ heading: `${SECTION_TITLES[storage]}${skipped}` });
+    }
+    for (const result of results) if (!result.error) lines.push({ result });
+  }
+  const rows = lines;
   const rowH = 22;
   const top = 70;
   const labelW = 230;
@@ -238,8 +306,9 @@ export function renderSvg(report: Report): string {
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12">`);
   out.push(`<rect width="100%" height="100%" fill="white"/>`);
   out.push(`<text x="10" y="22" font-size="15" font-weight="bold">${esc(`berth / CNCF Distribution, ${report.machine.started.toISOString().slice(0, 10)}${report.quick ? ' (quick smoke run)' : ''}`)}</text>`);
-  rows.forEach((_, i) => {
-    if (i % 2 === 0) out.push(`<rect x="0" y="${top + i * rowH}" width="${width}" height="${rowH}" fill="#f2f2f2"/>`);
+  rows.forEach((line, i) => {
+    if ('heading' in line) out.push(`<rect x="0" y="${top + i * rowH}" width="${width}" height="${rowH}" fill="#dde6f0"/>`);
+    else if (i % 2 === 0) out.push(`<rect x="0" y="${top + i * rowH}" width="${width}" height="${rowH}" fill="#f2f2f2"/>`);
   });
   const titles = ['throughput ratio (higher is better)', 'peak RSS ratio (lower is better)'];
   for (const panel of [0, 1]) {
@@ -251,8 +320,13 @@ export function renderSvg(report: Report): string {
       out.push(`<text x="${tx}" y="${top + rows.length * rowH + 16}" text-anchor="middle" fill="#555">${tick < 1 ? `1/${1 / tick}` : tick}×</text>`);
     }
   }
-  rows.forEach((result, i) => {
+  rows.forEach((line, i) => {
     const y = top + i * rowH;
+    if ('heading' in line) {
+      out.push(`<text x="10" y="${y + 15}" font-weight="bold">${esc(line.heading)}</text>`);
+      return;
+    }
+    const { result } = line;
     const { b, r } = both(result);
     out.push(`<text x="${labelW - 8}" y="${y + 15}" text-anchor="end">${esc(result.scenario.id)}</text>`);
     const bars: [number, number | undefined, boolean][] = [
@@ -291,6 +365,9 @@ export async function writeChart(svgFile: string, pngFile: string, svg: string):
 export interface SavedScenario {
   id: string;
   group: Scenario['group'];
+  /** absent in files written before the S3 rows: filesystem */
+  storage?: Storage;
+  instance?: Scenario['instance'];
   title: string;
   unit: Scenario['unit'];
   note?: string;
@@ -307,6 +384,8 @@ export function toJSON(report: Report): SavedReport {
     results: report.results.map((r) => ({
       id: r.scenario.id,
       group: r.scenario.group,
+      storage: r.scenario.storage,
+      instance: r.scenario.instance,
       title: r.scenario.title,
       unit: r.scenario.unit,
       note: r.scenario.note,
@@ -323,7 +402,17 @@ export function fromJSON(saved: SavedReport): Report {
     ...saved,
     machine: { ...saved.machine, started: date(saved.machine.started), finished: date(saved.machine.finished) },
     results: saved.results.map((r) => ({
-      scenario: { id: r.id, group: r.group, title: r.title, unit: r.unit, note: r.note, rounds: r.rounds, run: () => Promise.reject(new Error('saved result')) },
+      scenario: {
+        id: r.id,
+        group: r.group,
+        storage: r.storage ?? 'filesystem',
+        instance: r.instance,
+        title: r.title,
+        unit: r.unit,
+        note: r.note,
+        rounds: r.rounds,
+        run: () => Promise.reject(new Error('saved result')),
+      },
       samples: r.samples,
       error: r.error,
     })),

@@ -10,14 +10,15 @@ import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import type { PatternBlob } from '../../test/helpers/berth-process.js';
 import type { LayoutImage } from '../../test/helpers/oci-layout.js';
-import { CATALOG_PREFIX, catalogRepo, PULL_REPO, removePushed, SMALL_REPO, TAGS_REPO, type SmallImage } from './fixtures.js';
-import { pullBlob, pushChunked, pushMonolithic } from './http.js';
+import { CATALOG_PREFIX, catalogRepo, PULL_REPO, SMALL_REPO, TAGS_REPO, type SmallImage } from './fixtures.js';
+import { pullBlob, pullRedirected, pushChunked, pushMonolithic } from './http.js';
 import type { Registry } from './registries.js';
 import { MiB, percentile } from './stats.js';
 
 const run = promisify(execFile);
 
 export type Group = 'blob' | 'small' | 'client';
+export type Storage = 'filesystem' | 's3';
 
 export interface Outcome {
   /** MiB/s or requests/s */
@@ -32,6 +33,10 @@ export interface Outcome {
 export interface Scenario {
   id: string;
   group: Group;
+  /** the storage both registries ran on (the S3 rows have ids starting with `s3-`) */
+  storage: Storage;
+  /** which pair of registries runs it: the usual ones, or (S3) the pair with redirects enabled */
+  instance?: 'redirect';
   title: string;
   unit: 'MiB/s' | 'req/s';
   /** what the table says about the row (differences between the registries, caveats) */
@@ -41,13 +46,22 @@ export interface Scenario {
   warmup?(reg: Registry): Promise<void>;
   run(reg: Registry, round: number): Promise<Outcome>;
   cleanup?(reg: Registry, round: number): Promise<void>;
+  /** once after the last round, not measured */
+  done?(): Promise<void>;
 }
 
 export interface BlobSettings {
   big: PatternBlob;
   eight: PatternBlob[];
   rounds: number;
+  /** default filesystem: ids as they are; s3: ids prefixed `s3-`, titles say "on S3" */
+  storage?: Storage;
+  /** after the last round of a push scenario (S3: reclaim the deleted objects' space now) */
+  afterPushes?: () => Promise<void>;
 }
+
+const idFor = (storage: Storage | undefined, id: string) => (storage === 's3' ? `s3-${id}` : id);
+const onStorage = (storage: Storage | undefined) => (storage === 's3' ? ' on S3' : '');
 
 const mibps = (bytes: number, ms: number) => bytes / MiB / (ms / 1000);
 
@@ -56,6 +70,7 @@ function pushScenario(id: string, title: string, settings: BlobSettings, push: (
   return {
     id,
     group: 'blob',
+    storage: settings.storage ?? 'filesystem',
     title,
     unit: 'MiB/s',
     rounds: settings.rounds,
@@ -65,23 +80,29 @@ function pushScenario(id: string, title: string, settings: BlobSettings, push: (
       const ms = performance.now() - t0;
       return { throughput: mibps(settings.big.size, ms), seconds: ms / 1000 };
     },
-    cleanup: (reg, round) => removePushed(reg.root, repo(round), [settings.big.digest()]),
+    cleanup: (reg, round) => reg.backend.removePushed(repo(round), [settings.big.digest()]),
+    done: settings.afterPushes,
   };
 }
 
 export function blobScenarios(settings: BlobSettings): Scenario[] {
   const { big, eight } = settings;
+  const storage = settings.storage ?? 'filesystem';
+  const id = (name: string) => idFor(storage, name);
+  const on = onStorage(storage);
+  const streamed = storage === 's3' ? ', streamed by the registry (redirect disabled)' : '';
   const size = `${Math.round(big.size / MiB)} MiB`;
   const each = `${Math.round(eight[0].size / MiB)} MiB`;
-  const pushRepo8 = (round: number, i: number) => `bench/push/8x-r${round}-${i}`;
-  return [
-    pushScenario('push-monolithic', `push ${size}, monolithic (POST, one PUT)`, settings, (reg, repo) => pushMonolithic(reg.url, repo, big)),
-    pushScenario('push-chunked-16m', `push ${size}, PATCH 16 MiB chunks`, settings, (reg, repo) => pushChunked(reg.url, repo, big, 16 * MiB)),
-    pushScenario('push-chunked-64m', `push ${size}, PATCH 64 MiB chunks`, settings, (reg, repo) => pushChunked(reg.url, repo, big, 64 * MiB)),
+  const pushRepo8 = (round: number, i: number) => `bench/push/${id('8x')}-r${round}-${i}`;
+  const all: Scenario[] = [
+    pushScenario(id('push-monolithic'), `push ${size}${on}, monolithic (POST, one PUT)`, settings, (reg, repo) => pushMonolithic(reg.url, repo, big)),
+    pushScenario(id('push-chunked-16m'), `push ${size}${on}, PATCH 16 MiB chunks`, settings, (reg, repo) => pushChunked(reg.url, repo, big, 16 * MiB)),
+    pushScenario(id('push-chunked-64m'), `push ${size}${on}, PATCH 64 MiB chunks`, settings, (reg, repo) => pushChunked(reg.url, repo, big, 64 * MiB)),
     {
-      id: 'push-8x',
+      id: id('push-8x'),
       group: 'blob',
-      title: `8 concurrent pushes of different ${each} blobs (monolithic)`,
+      storage,
+      title: `8 concurrent pushes of different ${each} blobs${on} (monolithic)`,
       unit: 'MiB/s',
       note: 'p50/p99: time of one push',
       rounds: settings.rounds,
@@ -99,13 +120,15 @@ export function blobScenarios(settings: BlobSettings): Scenario[] {
         return { throughput: mibps(total, ms), seconds: ms / 1000, p50: percentile(times, 50), p99: percentile(times, 99) };
       },
       async cleanup(reg, round) {
-        for (const [i, blob] of eight.entries()) await removePushed(reg.root, pushRepo8(round, i), [blob.digest()]);
+        for (const [i, blob] of eight.entries()) await reg.backend.removePushed(pushRepo8(round, i), [blob.digest()]);
       },
+      done: settings.afterPushes,
     },
     {
-      id: 'pull-whole',
+      id: id('pull-whole'),
       group: 'blob',
-      title: `pull ${size}, one GET`,
+      storage,
+      title: `pull ${size}${on}, one GET${streamed}`,
       unit: 'MiB/s',
       rounds: settings.rounds,
       async run(reg) {
@@ -114,9 +137,10 @@ export function blobScenarios(settings: BlobSettings): Scenario[] {
       },
     },
     {
-      id: 'pull-ranged',
+      id: id('pull-ranged'),
       group: 'blob',
-      title: `pull ${size} as 16 ranged GETs, one after another`,
+      storage,
+      title: `pull ${size}${on} as 16 ranged GETs, one after another${streamed}`,
       unit: 'MiB/s',
       note: 'p50/p99: latency of one range request',
       rounds: settings.rounds,
@@ -133,9 +157,24 @@ export function blobScenarios(settings: BlobSettings): Scenario[] {
       },
     },
     {
-      id: 'pull-8x',
+      id: id('pull-redirect'),
       group: 'blob',
-      title: `8 concurrent pulls of different ${each} blobs`,
+      storage,
+      instance: 'redirect',
+      title: `pull ${size}${on}, GET answered 307, then GET of the pre-signed store URL`,
+      unit: 'MiB/s',
+      note: 'the store sends the bytes, the registry only signs a URL: its CPU and RSS are those of the 307; time from the first request to the last byte',
+      rounds: settings.rounds,
+      async run(reg) {
+        const ms = await pullRedirected(reg.url, PULL_REPO, big.digest(), big.size);
+        return { throughput: mibps(big.size, ms), seconds: ms / 1000 };
+      },
+    },
+    {
+      id: id('pull-8x'),
+      group: 'blob',
+      storage,
+      title: `8 concurrent pulls of different ${each} blobs${on}${streamed}`,
       unit: 'MiB/s',
       note: 'p50/p99: time of one pull',
       rounds: settings.rounds,
@@ -148,6 +187,9 @@ export function blobScenarios(settings: BlobSettings): Scenario[] {
       },
     },
   ];
+  // S3: a subset (the blob rows that matter there, in the time budget); redirects only exist there
+  const s3Skips = new Set(['push-chunked-64m', 'pull-ranged'].map(id));
+  return all.filter((s) => (storage === 's3' ? !s3Skips.has(s.id) : s.instance !== 'redirect'));
 }
 
 export interface SmallSettings {
@@ -161,6 +203,10 @@ export interface SmallSettings {
   repos: number;
   /** tags per response of each registry for `tags/list?n=1000` (measured at setup) */
   tagsPerResponse?: Record<string, number>;
+  /** default filesystem: ids as they are; s3: ids prefixed `s3-`, titles say "on S3" */
+  storage?: Storage;
+  /** only these endpoints (ids without the `-c<connections>` suffix); default all */
+  endpoints?: string[];
 }
 
 const ACCEPT = [
@@ -183,6 +229,8 @@ interface Endpoint {
    * connection sends `perConnection` requests and the rate is requests / elapsed time.
    */
   slow?: { perConnection: number };
+  /** fewer rounds than the other rows (a row whose every round takes long) */
+  rounds?: number;
 }
 
 /**
@@ -236,6 +284,8 @@ async function cannon(url: string, endpoint: Endpoint, connections: number, dura
 export function smallEndpoints(settings: SmallSettings): Endpoint[] {
   const { image } = settings;
   const second = catalogRepo(99);
+  // the page that ends with the last repository: the listing has to get past all the others first
+  const deep = catalogRepo(Math.max(0, settings.repos - 101));
   return [
     { id: 'base', title: 'GET /v2/', method: 'GET', path: '/v2/' },
     { id: 'manifest-head', title: 'HEAD manifest by tag', method: 'HEAD', path: `/v2/${SMALL_REPO}/manifests/latest`, headers: { accept: ACCEPT } },
@@ -249,7 +299,8 @@ export function smallEndpoints(settings: SmallSettings): Endpoint[] {
       slow: { perConnection: 4 },
       note: () => {
         const per = settings.tagsPerResponse;
-        const counts = per ? `tags per response: berth ${per.berth}, Distribution ${per.distribution} (Distribution 2.8 ignores n and lists every tag); ` : '';
+        const ignored = per && per.distribution > per.berth ? ' (Distribution 2.8 ignores n and lists every tag)' : '';
+        const counts = per ? `tags per response: berth ${per.berth}, Distribution ${per.distribution}${ignored}; ` : '';
         return `${counts}four requests per connection; rate = requests / time until the last answer`;
       },
     },
@@ -269,23 +320,37 @@ export function smallEndpoints(settings: SmallSettings): Endpoint[] {
       slow: { perConnection: 2 },
       note: () => `last=${second} (repositories are ${CATALOG_PREFIX}/r00000 ...); two requests per connection; rate = requests / time until the last answer`,
     },
+    {
+      id: 'catalog-last',
+      title: `GET _catalog?n=100&last=<${settings.repos - 100}th>, last page of ${settings.repos} repositories`,
+      method: 'GET',
+      path: `/v2/_catalog?n=100&last=${encodeURIComponent(deep)}`,
+      slow: { perConnection: 1 },
+      // Distribution walks every repository before `last` on each request: about 40 s per round at 128 connections here
+      rounds: 1,
+      note: () =>
+        `last=${deep}, so the answer holds the last 100 of the ${settings.repos} ${CATALOG_PREFIX}/ repositories; one request per connection and one round (Distribution takes tens of seconds per round); rate = requests / time until the last answer`,
+    },
   ];
 }
 
 export function smallScenarios(settings: SmallSettings): Scenario[] {
   const out: Scenario[] = [];
-  for (const endpoint of smallEndpoints(settings)) {
+  const storage = settings.storage ?? 'filesystem';
+  const endpoints = smallEndpoints(settings).filter((e) => !settings.endpoints || settings.endpoints.includes(e.id));
+  for (const endpoint of endpoints) {
     for (const connections of settings.connections) {
       const warmed = new Set<string>();
       out.push({
-        id: `${endpoint.id}-c${connections}`,
+        id: idFor(storage, `${endpoint.id}-c${connections}`),
         group: 'small',
-        title: `${endpoint.title}, ${connections} connections`,
+        storage,
+        title: `${endpoint.title}${onStorage(storage)}, ${connections} connections`,
         unit: 'req/s',
         get note() {
           return endpoint.note?.();
         },
-        rounds: settings.rounds,
+        rounds: Math.min(settings.rounds, endpoint.rounds ?? settings.rounds),
         async warmup(reg) {
           if (settings.warmup > 0 && !warmed.has(reg.name)) {
             warmed.add(reg.name);
@@ -337,6 +402,7 @@ export function skopeoScenarios(settings: SkopeoSettings): Scenario[] {
     {
       id: 'skopeo-in',
       group: 'client',
+      storage: 'filesystem',
       title: `skopeo copy oci: -> registry, ${layers} layers, ${(settings.bytes / MiB).toFixed(0)} MiB`,
       unit: 'MiB/s',
       note: 'includes starting skopeo',
@@ -347,11 +413,12 @@ export function skopeoScenarios(settings: SkopeoSettings): Scenario[] {
         const ms = performance.now() - t0;
         return { throughput: mibps(settings.bytes, ms), seconds: ms / 1000 };
       },
-      cleanup: (reg, round) => removePushed(reg.root, inRepo(round), imageDigests(image)),
+      cleanup: (reg, round) => reg.backend.removePushed(inRepo(round), imageDigests(image)),
     },
     {
       id: 'skopeo-out',
       group: 'client',
+      storage: 'filesystem',
       title: `skopeo copy registry -> dir:, ${layers} layers, ${(settings.bytes / MiB).toFixed(0)} MiB`,
       unit: 'MiB/s',
       note: 'includes starting skopeo and writing the files',
