@@ -8,14 +8,14 @@
  * layers were all mounted from elsewhere (distribution/distribution#3172). Names nest: `a` and
  * `a/b` can both be repositories.
  *
- * One page walks the storage tree from `last` (the driver's startAfter hint) and stops once it
- * has seen one repository more than the page holds, so a page costs about its own size in driver
- * calls, not the size of the registry. Directories whose name starts with '_' (`_manifests`,
- * `_layers`, `_uploads`) are never descended into.
+ * One page lists the tree below `repositories/` depth first, from `last` on, and stops once it has
+ * seen one repository more than the page holds, so a page costs about its own size in driver calls,
+ * not the size of the registry. A directory is a repository when its listing has `_manifests`; one
+ * listing per directory tells both that and which nested names to visit. Names starting with '_'
+ * (`_manifests`, `_layers`, `_uploads`) are never descended into.
  */
-import { PathNotFoundError, pathSortKey, type StorageDriver } from '../storage/driver.js';
-import { REPOSITORIES } from '../storage/layout.js';
-import { isRepository } from './repositories.js';
+import { PathNotFoundError, unlessMissing, type StorageDriver } from '../storage/driver.js';
+import { MANIFESTS_DIR_NAME, REPOSITORIES } from '../storage/layout.js';
 
 export interface CatalogPage {
   repositories: string[];
@@ -32,30 +32,37 @@ export class Catalog {
     const last = options.last || undefined; // an empty `last` is no `last`
     if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`catalog page size must be a non-negative integer, got ${n}`);
     const found: string[] = [];
-    const lastKey = last === undefined ? undefined : pathSortKey(last);
+    let top: string[];
     try {
-      await this.driver.walk(
-        REPOSITORIES,
-        async (info) => {
-          if (!info.isDir) return undefined;
-          const base = info.path.slice(info.path.lastIndexOf('/') + 1);
-          if (base.startsWith('_')) return 'skip';
-          const name = info.path.slice(REPOSITORIES.length + 1);
-          // startAfter already keeps earlier entries away; this keeps the promise for any driver
-          if (lastKey !== undefined && pathSortKey(name) <= lastKey) return undefined;
-          // decided on entering the directory, so `a` comes before `a/0b` (digits sort before '_')
-          if (await isRepository(this.driver, name)) {
-            found.push(name);
-            if (found.length > n) return 'stop';
-          }
-          return undefined;
-        },
-        { startAfter: last === undefined ? undefined : `${REPOSITORIES}/${last}` },
-      );
+      top = await this.driver.listNames(REPOSITORIES);
     } catch (err) {
-      if (err instanceof PathNotFoundError && err.path === REPOSITORIES) return { repositories: [], more: false }; // nothing pushed yet
+      if (err instanceof PathNotFoundError) return { repositories: [], more: false }; // nothing pushed yet
       throw err;
     }
+    await this.visit('', top, last?.split('/'), found, n + 1);
     return { repositories: found.slice(0, n), more: found.length > n };
+  }
+
+  /**
+   * Adds the repositories among `names` (the listing of the directory of name prefix `prefix`)
+   * and below them to `found`, in order, until it holds `limit`; false once it does. `after`: the
+   * components of `last` below this directory, when `last` lies in it.
+   */
+  private async visit(prefix: string, names: string[], after: string[] | undefined, found: string[], limit: number): Promise<boolean> {
+    for (const name of names) {
+      if (name.startsWith('_')) continue;
+      // components compare as whole strings: `a` < `a/x` < `a-b`, the order of pathSortKey
+      if (after !== undefined && name < after[0]) continue; // it and all below it come before `last`
+      const inHint = after !== undefined && name === after[0]; // `last` is this name or below it
+      const children = await unlessMissing(this.driver.listNames(`${REPOSITORIES}/${prefix}${name}`));
+      if (children === undefined) continue; // a file, or deleted since the listing
+      if (!inHint && children.includes(MANIFESTS_DIR_NAME)) {
+        found.push(prefix + name);
+        if (found.length >= limit) return false;
+      }
+      const below = inHint && after.length > 1 ? after.slice(1) : undefined;
+      if (!(await this.visit(`${prefix}${name}/`, children, below, found, limit))) return false;
+    }
+    return true;
   }
 }

@@ -32,9 +32,11 @@ export function layerLinkDir(name: string, digest: Digest): string {
   return `${repository(name)}/_layers/sha256/${hexOf(digest)}`;
 }
 
-/** its presence makes `name` a repository (for the catalog, tags and manifests), as in Distribution 3 */
+/** the directory whose presence makes a repository (for the catalog, tags and manifests), as in Distribution 3 */
+export const MANIFESTS_DIR_NAME = '_manifests';
+
 export function manifestsDir(name: string): string {
-  return `${repository(name)}/_manifests`;
+  return `${repository(name)}/${MANIFESTS_DIR_NAME}`;
 }
 
 export function manifestRevisionsDir(name: string): string {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, before, beforeEach, describe, it } from 'node:test';
 import { Catalog } from '../../src/registry/catalog.js';
 import type { Digest } from '../../src/registry/digest.js';
-import { pathSortKey, type StorageDriver, type WalkFn } from '../../src/storage/driver.js';
+import { pathSortKey, type StorageDriver } from '../../src/storage/driver.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import { InMemoryDriver } from '../../src/storage/inmemory.js';
 import * as layout from '../../src/storage/layout.js';
@@ -127,22 +127,21 @@ for (const [driverName, make] of drivers) {
     it('never descends into _ directories (_uploads, _layers, _manifests)', async () => {
       await repo(driver, 'lib/app');
       await driver.putContent(layout.layerLink('lib/app', DIGEST), layout.linkContent(DIGEST));
-      // a directory below _uploads that looks like a repository must not be found, nor walked
+      // a directory below _uploads that looks like a repository must not be found, nor listed
       await driver.putContent(`${layout.uploadsDir('lib/app')}/fake/_manifests/revisions/sha256/${'cd'.repeat(32)}/link`, Buffer.from(DIGEST));
       await driver.putContent(`${layout.REPOSITORIES}/_hidden/_manifests/tags/x/current/link`, Buffer.from(DIGEST));
-      const visited: string[] = [];
+      const listed: string[] = [];
       const spy = new Proxy(driver, {
         get(target, prop, receiver) {
-          if (prop === 'walk') {
-            return (path: string, fn: WalkFn, options?: object) =>
-              target.walk(path, (info) => (visited.push(info.path.slice(layout.REPOSITORIES.length + 1)), fn(info)), options);
+          if (prop === 'listNames') {
+            return (path: string) => (listed.push(path.slice(layout.REPOSITORIES.length + 1)), target.listNames(path));
           }
           const value = Reflect.get(target, prop, receiver);
           return typeof value === 'function' ? value.bind(target) : value;
         },
       });
       assert.deepEqual(await new Catalog(spy).page({ n: 100 }), { repositories: ['lib/app'], more: false });
-      assert.deepEqual(visited, ['_hidden', 'lib', 'lib/app', 'lib/app/_layers', 'lib/app/_manifests', 'lib/app/_uploads']);
+      assert.deepEqual(listed, ['', 'lib', 'lib/app']);
     });
   });
 }
@@ -151,32 +150,20 @@ describe('Catalog at scale: 100,000 repositories in memory', () => {
   const TOTAL = 100_000;
   const driver = new InMemoryDriver();
   const names: string[] = [];
-  const calls = { walkVisits: 0, stat: 0, list: 0, other: 0 };
+  const calls = { listNames: 0, other: 0 };
   const counted = new Proxy(driver, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (typeof value !== 'function') return value;
-      if (prop === 'walk') {
-        return (path: string, fn: WalkFn, options?: object) =>
-          target.walk(
-            path,
-            (info) => {
-              calls.walkVisits++;
-              return fn(info);
-            },
-            options,
-          );
-      }
       return (...args: unknown[]) => {
-        if (prop === 'stat') calls.stat++;
-        else if (prop === 'list') calls.list++;
+        if (prop === 'listNames') calls.listNames++;
         else calls.other++;
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
   });
   const catalog = new Catalog(counted);
-  const reset = () => Object.assign(calls, { walkVisits: 0, stat: 0, list: 0, other: 0 });
+  const reset = () => Object.assign(calls, { listNames: 0, other: 0 });
 
   before(async () => {
     // 100 teams of 999 repositories, 100 top-level ones, and 'team-NN' itself a repository for every tenth team
@@ -199,11 +186,10 @@ describe('Catalog at scale: 100,000 repositories in memory', () => {
     assert.equal(listed.length, TOTAL);
     assert.equal(new Set(listed).size, TOTAL);
     assert.deepEqual(listed, names);
-    // every repository directory is visited about once over all pages, plus its _manifests entry
-    const perRepo = calls.walkVisits / TOTAL;
-    console.log(`# whole catalog, ${pages} pages: ${calls.walkVisits} walk visits, ${calls.stat} stat calls (${perRepo.toFixed(3)} visits per repository)`);
-    assert.ok(calls.walkVisits < 2.1 * TOTAL, `walk visits ${calls.walkVisits}`);
-    assert.ok(calls.stat < 1.1 * TOTAL, `stat calls ${calls.stat}`);
+    // one listing per repository directory over all pages, plus the top and team directories of each page
+    console.log(`# whole catalog, ${pages} pages: ${calls.listNames} listings (${(calls.listNames / TOTAL).toFixed(3)} per repository)`);
+    assert.ok(calls.listNames < 1.01 * TOTAL, `listings ${calls.listNames}`);
+    assert.equal(calls.other, 0);
   });
 
   it('one page with last near the end reads only about that page, not the whole tree', async () => {
@@ -212,26 +198,26 @@ describe('Catalog at scale: 100,000 repositories in memory', () => {
     const page = await catalog.page({ n: 1000, last });
     assert.deepEqual(page.repositories, names.slice(TOTAL - 1499, TOTAL - 499));
     assert.equal(page.more, true);
-    console.log(`# one page after ${last}: ${calls.walkVisits} walk visits, ${calls.stat} stat calls, ${calls.list} list, ${calls.other} other`);
-    assert.ok(calls.walkVisits < 2_500, `walk visits ${calls.walkVisits}`);
-    assert.ok(calls.stat < 1_100, `stat calls ${calls.stat}`);
-    assert.equal(calls.list + calls.other, 0);
+    console.log(`# one page after ${last}: ${calls.listNames} listings, ${calls.other} other calls`);
+    assert.ok(calls.listNames < 1_010, `listings ${calls.listNames}`);
+    assert.equal(calls.other, 0);
   });
 
-  it('the final page: more is false, with last on the final repository nothing is read', async () => {
+  it('the final page: more is false, with last on the final repository almost nothing is read', async () => {
     reset();
     const page = await catalog.page({ n: 1000, last: names[TOTAL - 10] });
     assert.deepEqual(page, { repositories: names.slice(TOTAL - 9), more: false });
-    assert.ok(calls.walkVisits < 100, `walk visits ${calls.walkVisits}`);
+    assert.ok(calls.listNames < 15, `listings ${calls.listNames}`);
     reset();
     assert.deepEqual(await catalog.page({ n: 1000, last: names[TOTAL - 1] }), { repositories: [], more: false });
-    assert.equal(calls.stat, 0);
+    // the top directory, the final repository's team directory, and the final repository (for names inside it)
+    assert.ok(calls.listNames <= 3, `listings ${calls.listNames}`);
   });
 
   it('the first page reads about one page', async () => {
     reset();
     const page = await catalog.page({ n: 10 });
     assert.deepEqual(page, { repositories: names.slice(0, 10), more: true });
-    assert.ok(calls.walkVisits < 40 && calls.stat < 20, JSON.stringify(calls));
+    assert.ok(calls.listNames < 15 && calls.other === 0, JSON.stringify(calls));
   });
 });
