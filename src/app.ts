@@ -1,6 +1,12 @@
 /**
  * The composition root: builds the storage driver, the registry core and the HTTP server from a
  * validated Config. Nothing else constructs these.
+ *
+ * What only some configurations use is imported here when the configuration asks for it, not at
+ * start-up of every process: the S3 driver (the AWS SDK), the cloudfront middleware, the Redis rate
+ * limiter (ioredis), the debug listener and its Prometheus metrics (prom-client). The modules
+ * themselves import statically; everything else imports them as types only. Together they cost
+ * about 15 MiB of RSS (docs/decisions.md, "Memory"); test/app/lazy-modules.test.ts guards this.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -13,9 +19,8 @@ import { buildServer, type TLSOptions } from './http/server.js';
 import { createAuth } from './auth/index.js';
 import { UploadStateSigner } from './http/upload-state.js';
 import { URLBuilder } from './http/urls.js';
-import { InstrumentedDriver } from './debug/instrumented-driver.js';
-import { Metrics } from './debug/prometheus.js';
-import { startDebugServer, type DebugServer } from './debug/server.js';
+import type { Metrics } from './debug/prometheus.js';
+import type { DebugServer } from './debug/server.js';
 import { createLogger } from './log.js';
 import { Notifier } from './notifications/notifier.js';
 import { BlobStore } from './registry/blobs.js';
@@ -28,8 +33,6 @@ import { UploadSessions } from './registry/uploads.js';
 import type { StorageDriver } from './storage/driver.js';
 import { FilesystemDriver } from './storage/filesystem.js';
 import { InMemoryDriver } from './storage/inmemory.js';
-import { CloudFrontMiddleware } from './storage/middleware/cloudfront.js';
-import { S3Driver } from './storage/s3.js';
 
 export interface App {
   config: Config;
@@ -51,35 +54,41 @@ export interface App {
   close(graceMs?: number): Promise<void>;
 }
 
-export function createDriver(storage: Config['storage'], logger?: Logger): StorageDriver {
+export async function createDriver(storage: Config['storage'], logger?: Logger): Promise<StorageDriver> {
   if (storage.filesystem) return new FilesystemDriver({ rootdirectory: storage.filesystem.rootdirectory });
   if (storage.inmemory) return new InMemoryDriver();
-  if (storage.s3) return new S3Driver({ ...storage.s3, redirectExpiryMs: storage.redirect.expiry, logger });
+  if (storage.s3) {
+    const { S3Driver } = await import('./storage/s3.js');
+    return new S3Driver({ ...storage.s3, redirectExpiryMs: storage.redirect.expiry, logger });
+  }
   throw new Error('no storage driver configured'); // the schema makes this unreachable
 }
 
 /** the driver wrapped in the storage middleware of `middleware.storage`, in order */
-export function applyStorageMiddleware(driver: StorageDriver, config: Config, logger: Logger): StorageDriver {
+export async function applyStorageMiddleware(driver: StorageDriver, config: Config, logger: Logger): Promise<StorageDriver> {
+  if (config.middleware.storage.length === 0) return driver;
+  const { CloudFrontMiddleware } = await import('./storage/middleware/cloudfront.js');
   return config.middleware.storage.reduce<StorageDriver>(
     (inner, entry, i) => new CloudFrontMiddleware(inner, entry.options, { logger, key: `middleware.storage.${i}.options` }),
     driver,
   );
 }
 
-export function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver } = {}): App {
+export async function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver } = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.log);
-  const metrics = config.http.debug?.prometheus.enabled ? new Metrics() : undefined;
-  const baseDriver = options.driver ?? applyStorageMiddleware(createDriver(config.storage, logger), config, logger);
-  const driver = metrics ? new InstrumentedDriver(baseDriver, metrics) : baseDriver;
+  const metrics = config.http.debug?.prometheus.enabled ? new (await import('./debug/prometheus.js')).Metrics() : undefined;
+  const baseDriver = options.driver ?? (await applyStorageMiddleware(await createDriver(config.storage, logger), config, logger));
+  const driver = metrics ? new (await import('./debug/instrumented-driver.js')).InstrumentedDriver(baseDriver, metrics) : baseDriver;
   const notifier = new Notifier(config.notifications, logger);
   metrics?.watchNotifications(notifier);
   const blobs = new BlobStore(driver);
   const uploads = new UploadSessions(driver, blobs);
   const manifests = new ManifestStore(driver, blobs, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
   const secret = config.http.secret ?? randomSecret(logger);
+  const authModules = config.ratelimit && config.redis ? { RedisRateLimiter: (await import('./auth/ratelimit-redis.js')).RedisRateLimiter } : {};
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
   // start-up with the same kind of message as a bad key
-  const { auth, tls } = atStartup(() => ({ auth: createAuth(config, logger), tls: config.http.tls ? readTLS(config.http.tls) : undefined }));
+  const { auth, tls } = atStartup(() => ({ auth: createAuth(config, logger, authModules), tls: config.http.tls ? readTLS(config.http.tls) : undefined }));
   const server = buildServer(
     {
       config,
@@ -119,6 +128,7 @@ export function createApp(config: Config, options: { logger?: Logger; driver?: S
       notifier.setListenPort(bound.port);
       const debug = config.http.debug;
       if (debug) {
+        const { startDebugServer } = await import('./debug/server.js');
         debugServer = await startDebugServer(parseAddr(debug.addr), {
           driver,
           notifier,

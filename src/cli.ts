@@ -29,7 +29,7 @@ async function main(argv: string[]): Promise<number> {
 
 async function serve(file: string | undefined): Promise<number> {
   const { config, source } = await loadConfig(file);
-  const app = createApp(config);
+  const app = await createApp(config);
   app.logger.info({ config: source }, 'starting berth');
   await app.listen();
   await new Promise<void>((resolve) => {

@@ -15,7 +15,8 @@ import { CATALOG_ACCESS, formatScope, requiredAccess, toScopes, type AccessReque
 import { Htpasswd } from './htpasswd.js';
 import { parseBasic, readSigningKey, TokenIssuer } from './issuer.js';
 import { AccessPolicy } from './policy.js';
-import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './ratelimit.js';
+import { MemoryRateLimiter, type RateLimiter } from './ratelimit.js';
+import type { RedisRateLimiter } from './ratelimit-redis.js';
 import { readTrustFiles, TokenError, TokenVerifier } from './token.js';
 
 export interface AuthRequest {
@@ -47,7 +48,13 @@ export interface Auth {
   close(): Promise<void>;
 }
 
-export function createAuth(config: Config, logger: Logger): Auth {
+/** modules the composition root loads only when the configuration uses them */
+export interface OptionalAuthModules {
+  /** ratelimit-redis.js, with `redis` configured */
+  RedisRateLimiter?: typeof RedisRateLimiter;
+}
+
+export function createAuth(config: Config, logger: Logger, modules: OptionalAuthModules = {}): Auth {
   const auth = config.auth;
   const policy = new AccessPolicy(auth?.access);
   const htpasswd = auth?.htpasswd
@@ -129,7 +136,7 @@ export function createAuth(config: Config, logger: Logger): Auth {
     authorize = async () => EVERYTHING;
   }
 
-  const limiter = createLimiter(config, logger);
+  const limiter = createLimiter(config, logger, modules);
   return {
     authorize,
     issuer,
@@ -149,14 +156,15 @@ function denial(user: string | undefined, denied: AccessRequest[]): RegistryErro
   });
 }
 
-function createLimiter(config: Config, logger: Logger): RateLimiter | undefined {
+function createLimiter(config: Config, logger: Logger, modules: OptionalAuthModules): RateLimiter | undefined {
   const limit = config.ratelimit;
   if (!limit) return undefined;
   const bucket = { rate: limit.rate, burst: limit.burst };
   if (!config.redis) return new MemoryRateLimiter(bucket);
+  if (!modules.RedisRateLimiter) throw new Error('redis is configured but ratelimit-redis.js was not loaded'); // a bug of the composition root
   const { addr, username, password, db, dialtimeout, readtimeout } = config.redis;
   const colon = addr.lastIndexOf(':');
-  return new RedisRateLimiter(
+  return new modules.RedisRateLimiter(
     bucket,
     {
       host: addr.slice(0, colon).replace(/^\[|\]$/g, '') || '127.0.0.1',

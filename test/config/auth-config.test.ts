@@ -80,17 +80,17 @@ describe('auth configuration', () => {
     const logger = pino({ level: 'silent' });
     const htpasswd = join(dir, 'htpasswd');
     await writeFile(htpasswd, 'alice:$apr1$abcdefgh$0123456789abcdefghijkl\n');
-    assert.throws(
+    await assert.rejects(
       () => createApp(validateConfig({ ...base, auth: { htpasswd: { path: htpasswd } } }, 'test'), { logger }),
       (err: Error) => err instanceof ConfigError && /line 1.*alice.*Apache MD5.*bcrypt only/.test(err.message),
     );
-    assert.throws(
+    await assert.rejects(
       () => createApp(validateConfig({ ...base, http: { tls: { certificate: join(dir, 'none.crt'), key: join(dir, 'none.key') } } }, 'test'), { logger }),
       (err: Error) => err instanceof ConfigError && err.message.includes('http.tls.certificate'),
     );
     await writeFile(join(dir, 'key.pem'), 'not a key');
     await writeFile(htpasswd, '');
-    assert.throws(
+    await assert.rejects(
       () =>
         createApp(
           validateConfig({ ...base, auth: { htpasswd: { path: htpasswd }, token: { autoredirect: true, service: 's', issuer: { name: 'i', enabled: true, signingkey: join(dir, 'key.pem') } } } }, 'test'),
@@ -99,7 +99,7 @@ describe('auth configuration', () => {
       (err: Error) => err instanceof ConfigError && err.message.includes('signingkey'),
     );
     await writeFile(join(dir, 'jwks.json'), '{"keys":[{"kty":"oct","k":"c2VjcmV0","kid":"h"}]}');
-    assert.throws(
+    await assert.rejects(
       () => createApp(validateConfig({ ...base, auth: { token: { realm: 'https://a/t', service: 's', issuer: 'i', jwks: join(dir, 'jwks.json') } } }, 'test'), { logger }),
       (err: Error) => err instanceof ConfigError && err.message.includes('only public RSA, EC or OKP'),
     );

@@ -145,12 +145,12 @@ describe('middleware.storage: cloudfront configuration', () => {
   it('stops start-up on a missing, unreadable or non-RSA key, with a clear message', async () => {
     const start = (privatekey: string) => () =>
       createApp(validateConfig({ version: '0.1', storage: { inmemory: {} }, ...entry({ baseurl: 'https://cdn.example.com', privatekey, keypairid: 'K1' }) }, 't'), { logger });
-    assert.throws(start('/nonexistent/key.pem'), (err: Error) => err instanceof ConfigError && /privatekey: cannot read \/nonexistent\/key\.pem/.test(err.message));
+    await assert.rejects(start('/nonexistent/key.pem'), (err: Error) => err instanceof ConfigError && /privatekey: cannot read \/nonexistent\/key\.pem/.test(err.message));
     const notPem = join(await mkdtemp(join(tmpdir(), 'berth-cf-')), 'junk.pem');
     await writeFile(notPem, 'not a key');
-    assert.throws(start(notPem), (err: Error) => err instanceof ConfigError && /is not a PEM private key/.test(err.message));
-    assert.throws(start(await keyFile('ec')), (err: Error) => err instanceof ConfigError && /holds a ec key; CloudFront signs with RSA keys only/.test(err.message));
-    const app = start(await keyFile('rsa'))();
+    await assert.rejects(start(notPem), (err: Error) => err instanceof ConfigError && /is not a PEM private key/.test(err.message));
+    await assert.rejects(start(await keyFile('ec')), (err: Error) => err instanceof ConfigError && /holds a ec key; CloudFront signs with RSA keys only/.test(err.message));
+    const app = await start(await keyFile('rsa'))();
     await app.close();
   });
 });

@@ -118,7 +118,7 @@ describe('/debug/health', () => {
 
 async function listening(overrides: Json, driver?: StorageDriver): Promise<App> {
   const config = validateConfig({ version: '0.1', storage: { inmemory: {}, delete: { enabled: true } }, log: { accesslog: { disabled: true } }, ...overrides }, 'test');
-  const app = createApp(config, { logger: pino({ level: 'silent' }), driver });
+  const app = await createApp(config, { logger: pino({ level: 'silent' }), driver });
   await app.listen({ host: '127.0.0.1', port: 0 });
   return app;
 }

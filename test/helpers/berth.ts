@@ -62,7 +62,7 @@ export async function startBerth(
   };
   const config = validateConfig(merge(base, overrides), 'test');
   const logger = pino({ level: process.env.BERTH_TEST_LOG ?? 'silent' });
-  const app = createApp(config, { logger });
+  const app = await createApp(config, { logger });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     url,

@@ -55,7 +55,7 @@ async function startSibling(registry: TestRegistry, driver: Driver, overrides: O
     storage: { inmemory: {}, delete: { enabled: true } },
     http: { addr: '127.0.0.1:0', secret: 'test-secret' },
   };
-  const app = createApp(validateConfig(merge(base, overrides), 'test'), { logger: pino({ level: 'silent' }), driver: registry.app.driver });
+  const app = await createApp(validateConfig(merge(base, overrides), 'test'), { logger: pino({ level: 'silent' }), driver: registry.app.driver });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return { url, stop: () => app.close() };
 }

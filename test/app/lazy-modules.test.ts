@@ -1,0 +1,73 @@
+/**
+ * Modules that only some configurations use are loaded only when configured (src/app.ts): a
+ * registry on the filesystem does not carry the AWS SDK, ioredis or prom-client in its memory.
+ * Checked on `berth serve` in a child process, by the modules its loader resolved.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { startBerthProcess } from '../helpers/berth-process.js';
+import { freePort } from '../helpers/ports.js';
+import type { Overrides } from '../helpers/berth.js';
+
+/** what a configuration without S3, cloudfront, redis and http.debug must not load */
+const OPTIONAL = {
+  's3 driver': '/src/storage/s3.ts',
+  '@aws-sdk/client-s3': '/node_modules/@aws-sdk/client-s3/',
+  '@aws-sdk/s3-request-presigner': '/node_modules/@aws-sdk/s3-request-presigner/',
+  'cloudfront middleware': '/src/storage/middleware/cloudfront.ts',
+  '@aws-sdk/cloudfront-signer': '/node_modules/@aws-sdk/cloudfront-signer/',
+  'redis rate limiter': '/src/auth/ratelimit-redis.ts',
+  ioredis: '/node_modules/ioredis/',
+  'debug listener': '/src/debug/server.ts',
+  'prometheus metrics': '/src/debug/prometheus.ts',
+  'prom-client': '/node_modules/prom-client/',
+};
+
+const dirs: string[] = [];
+after(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+/** starts `berth serve` with `config`, answers GET /v2/, and returns the URLs its loader resolved */
+async function modulesLoadedBy(config: Overrides): Promise<string[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'berth-imports-'));
+  dirs.push(dir);
+  const log = join(dir, 'imports.log');
+  const recorder = pathToFileURL(join(import.meta.dirname, '..', 'helpers', 'import-recorder.mjs')).href;
+  const berth = await startBerthProcess({ config, env: { BERTH_IMPORT_LOG: log, NODE_OPTIONS: `--import ${recorder}` } });
+  try {
+    assert.equal((await fetch(`${berth.url}/v2/`)).status, 200);
+  } finally {
+    await berth.stop();
+  }
+  return (await readFile(log, 'utf8')).split('\n').filter((line) => line !== '');
+}
+
+const loaded = (urls: string[], path: string) => urls.some((url) => url.includes(path));
+
+describe('modules loaded by configuration', () => {
+  it('serving from the filesystem loads neither the AWS SDK nor ioredis nor prom-client', async () => {
+    const urls = await modulesLoadedBy({});
+    // the recorder saw the application
+    assert.ok(loaded(urls, '/src/app.ts') && loaded(urls, '/node_modules/fastify/'), `recorded:\n${urls.join('\n')}`);
+    const unexpected = Object.entries(OPTIONAL).filter(([, path]) => loaded(urls, path));
+    assert.deepEqual(unexpected.map(([name]) => name), []);
+  });
+
+  it('loads the redis rate limiter and the debug listener with its metrics when configured', async () => {
+    // nothing listens on the redis port: the limiter logs a warning and lets requests through
+    const urls = await modulesLoadedBy({
+      http: { debug: { addr: '127.0.0.1:0', prometheus: { enabled: true, path: '/metrics' } } },
+      ratelimit: { rate: 100, burst: 100 },
+      redis: { addr: `127.0.0.1:${await freePort()}`, dialtimeout: '200ms' },
+    });
+    for (const name of ['redis rate limiter', 'ioredis', 'debug listener', 'prometheus metrics', 'prom-client'] as const) {
+      assert.ok(loaded(urls, OPTIONAL[name]), `${name} not loaded`);
+    }
+    assert.ok(!loaded(urls, OPTIONAL['@aws-sdk/client-s3']));
+  });
+});
