@@ -305,7 +305,7 @@ describe('tag lists from the cache stay right when tags change through the API o
       { version: '0.1', log: { level: 'error', accesslog: { disabled: true } }, storage: { filesystem: { rootdirectory: root }, delete: { enabled: true } }, http: { addr: '127.0.0.1:0', secret: 's' } },
       'test',
     );
-    const app = createApp(config, { logger: pino({ level: 'silent' }), driver: new FilesystemDriver({ rootdirectory: root, settleMs: SETTLE_MS }) });
+    const app = await createApp(config, { logger: pino({ level: 'silent' }), driver: new FilesystemDriver({ rootdirectory: root, settleMs: SETTLE_MS }) });
     a = { url: await app.listen({ host: '127.0.0.1', port: 0 }), close: () => app.close() };
     b = await startBerth({}, { root });
     for (const url of [a.url, b.url]) assert.equal((await pushBlob(url, REPO, layer.data)).status, 201);

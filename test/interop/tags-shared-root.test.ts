@@ -36,7 +36,7 @@ describe("berth's cached tag lists follow tags pushed and deleted by Debian's do
       { version: '0.1', log: { level: 'error', accesslog: { disabled: true } }, storage: { filesystem: { rootdirectory: root }, delete: { enabled: true } }, http: { addr: '127.0.0.1:0', secret: 's' } },
       'test',
     );
-    app = createApp(config, { logger: pino({ level: 'silent' }), driver: new FilesystemDriver({ rootdirectory: root, settleMs: SETTLE_MS }) });
+    app = await createApp(config, { logger: pino({ level: 'silent' }), driver: new FilesystemDriver({ rootdirectory: root, settleMs: SETTLE_MS }) });
     berth = await app.listen({ host: '127.0.0.1', port: 0 });
     ref = await startReferenceRegistry({ rootdirectory: root, deleteEnabled: true, config: { log: { level: 'warn' } } });
     for (const url of [berth, ref.url]) assert.equal((await pushBlob(url, REPO, layer.data)).status, 201);
