@@ -51,9 +51,13 @@ export class TagStore {
     const version = await unlessMissing(this.driver.childrenVersion(dir));
     if (version === undefined) {
       this.cache.delete(dir); // gone, or changed too recently: what it holds is of no more use
-      await checkRepository(this.driver, name);
       const names = await unlessMissing(this.driver.listNames(dir));
-      return names === undefined ? NONE : Object.freeze(names);
+      // tags live under `_manifests`: only without any must the repository be checked (one S3 call less)
+      if (names === undefined || names.length === 0) {
+        await checkRepository(this.driver, name);
+        return NONE;
+      }
+      return Object.freeze(names);
     }
     // the tags directory exists, so `_manifests` does: a repository, no need to check
     const cached = this.cache.get(dir, version);
