@@ -15,7 +15,8 @@
  * (`_manifests`, `_layers`, `_uploads`) are never descended into.
  */
 import { PathNotFoundError, unlessMissing, type StorageDriver } from '../storage/driver.js';
-import { MANIFESTS_DIR_NAME, REPOSITORIES } from '../storage/layout.js';
+import { REPOSITORIES } from '../storage/layout.js';
+import { listsRepository } from './repositories.js';
 
 export interface CatalogPage {
   repositories: string[];
@@ -56,7 +57,7 @@ export class Catalog {
       const inHint = after !== undefined && name === after[0]; // `last` is this name or below it
       const children = await unlessMissing(this.driver.listNames(`${REPOSITORIES}/${prefix}${name}`));
       if (children === undefined) continue; // a file, or deleted since the listing
-      if (!inHint && children.includes(MANIFESTS_DIR_NAME)) {
+      if (!inHint && listsRepository(children)) {
         found.push(prefix + name);
         if (found.length >= limit) return false;
       }

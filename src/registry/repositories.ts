@@ -11,6 +11,11 @@ export async function isRepository(driver: StorageDriver, name: string): Promise
   return (await unlessMissing(driver.stat(layout.manifestsDir(name))))?.isDir ?? false;
 }
 
+/** the same rule read off a directory's listing (the catalog lists each directory anyway) */
+export function listsRepository(childNames: readonly string[]): boolean {
+  return childNames.includes(layout.MANIFESTS_DIR_NAME);
+}
+
 /** 404 NAME_UNKNOWN unless `name` is a repository */
 export async function checkRepository(driver: StorageDriver, name: string): Promise<void> {
   if (!(await isRepository(driver, name))) {

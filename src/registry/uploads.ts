@@ -228,11 +228,11 @@ class WriteBatches {
     await this.inFlight;
     if (this.bytes === 0) return;
     const batch = this.chunks;
+    this.hashedBytes += this.bytes;
     this.chunks = [];
     this.bytes = 0;
     this.inFlight = this.writer.write(batch);
     this.inFlight.catch(() => undefined); // a failure surfaces at the next send or flush
     for (const chunk of batch) hash.update(chunk);
-    this.hashedBytes += batch.reduce((n, chunk) => n + chunk.length, 0);
   }
 }

@@ -152,8 +152,7 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   async list(path: string): Promise<string[]> {
-    checkDirPath(path, NAME);
-    return (await this.childNames(path)).map((name) => childPath(path, name));
+    return (await this.listNames(path)).map((name) => childPath(path, name));
   }
 
   async listNames(path: string): Promise<string[]> {

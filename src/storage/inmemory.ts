@@ -166,8 +166,7 @@ export class InMemoryDriver implements StorageDriver {
   }
 
   async list(path: string): Promise<string[]> {
-    checkDirPath(path, NAME);
-    return [...this.dir(path).children.keys()].sort().map((name) => childPath(path, name));
+    return (await this.listNames(path)).map((name) => childPath(path, name));
   }
 
   async listNames(path: string): Promise<string[]> {

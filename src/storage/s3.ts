@@ -344,10 +344,7 @@ export class S3Driver implements StorageDriver {
   }
 
   async list(path: string): Promise<string[]> {
-    checkDirPath(path, NAME);
-    const entries = await this.entries(path);
-    if (entries.length === 0 && path !== '/') throw new PathNotFoundError(path, NAME);
-    return entries.map((e) => childPath(path, e.name));
+    return (await this.listNames(path)).map((name) => childPath(path, name));
   }
 
   async listNames(path: string): Promise<string[]> {
