@@ -14,7 +14,7 @@ import { link, mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { once } from 'node:events';
 import type { PatternBlob } from '../../test/helpers/berth-process.js';
-import * as layout from '../../src/storage/layout.js';
+import * as layout from '../../src/registry/layout.js';
 import type { Digest } from '../../src/registry/digest.js';
 
 const sha256 = (data: Buffer): Digest => `sha256:${createHash('sha256').update(data).digest('hex')}` as Digest;

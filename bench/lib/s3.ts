@@ -13,7 +13,7 @@ import { CopyObjectCommand, DeleteObjectsCommand, ListObjectsV2Command, PutObjec
 import type { PatternBlob } from '../../test/helpers/berth-process.js';
 import { CEPH_ACCESS_KEY, CEPH_SECRET_KEY, CEPH_TOOLS, startCeph, type CephS3 } from '../../test/helpers/ceph.js';
 import { installHint, toolAvailable } from '../../test/helpers/tools.js';
-import * as layout from '../../src/storage/layout.js';
+import * as layout from '../../src/registry/layout.js';
 import type { Digest } from '../../src/registry/digest.js';
 import { TAGS_REPO, tagName, writeImage, type SmallImage } from './fixtures.js';
 

@@ -16,7 +16,7 @@ import { createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'n
 import { readFileSync } from 'node:fs';
 import { jwtVerify, SignJWT } from 'jose';
 import { RegistryError } from '../registry/errors.js';
-import { libtrustKeyID } from '../registry/manifests/libtrust-keyid.js';
+import { libtrustKeyID } from '../crypto/libtrust-keyid.js';
 import { CATALOG_ACCESS, parseScope, REPOSITORY_ACTIONS, type Scope } from './access.js';
 import type { Htpasswd } from './htpasswd.js';
 import type { AccessPolicy } from './policy.js';

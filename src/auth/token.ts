@@ -9,7 +9,7 @@
 import { createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { calculateJwkThumbprint, errors as joseErrors, exportJWK, jwtVerify, type JWK, type JWTHeaderParameters } from 'jose';
-import { libtrustKeyID } from '../registry/manifests/libtrust-keyid.js';
+import { libtrustKeyID } from '../crypto/libtrust-keyid.js';
 import type { AccessRequest, Grant, Scope } from './access.js';
 
 export const TOKEN_ALGORITHMS = ['RS256', 'ES256', 'EdDSA', 'Ed25519'];

@@ -4,7 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import { PathNotFoundError, unlessMissing, type RedirectRequest, type StorageDriver } from '../storage/driver.js';
-import * as layout from '../storage/layout.js';
+import * as layout from './layout.js';
 import type { Digest } from './digest.js';
 import { RegistryError } from './errors.js';
 

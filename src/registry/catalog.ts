@@ -15,7 +15,7 @@
  * (`_manifests`, `_layers`, `_uploads`) are never descended into.
  */
 import { PathNotFoundError, unlessMissing, type StorageDriver } from '../storage/driver.js';
-import { REPOSITORIES } from '../storage/layout.js';
+import { REPOSITORIES } from './layout.js';
 import { listsRepository } from './repositories.js';
 
 export interface CatalogPage {

@@ -3,7 +3,7 @@
  * Distribution does), made visible by a revision link, named by tags, indexed by subject.
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
-import * as layout from '../storage/layout.js';
+import * as layout from './layout.js';
 import type { BlobStore } from './blobs.js';
 import { isDigest, sha256, type Digest } from './digest.js';
 import { RegistryError, type ErrorEntry } from './errors.js';

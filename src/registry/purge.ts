@@ -3,7 +3,7 @@
  * is older than `age` is removed, as Distribution does. Walks only repositories' _uploads folders.
  */
 import { PathNotFoundError, unlessMissing, type StorageDriver } from '../storage/driver.js';
-import * as layout from '../storage/layout.js';
+import * as layout from './layout.js';
 
 export interface PurgeResult {
   /** upload directories removed (or, in a dry run, that would be) */

@@ -4,7 +4,7 @@
  * listing and manifest lookups all use this one rule, so every name the catalog lists answers.
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
-import * as layout from '../storage/layout.js';
+import * as layout from './layout.js';
 import { RegistryError } from './errors.js';
 
 export async function isRepository(driver: StorageDriver, name: string): Promise<boolean> {

@@ -11,7 +11,7 @@
  *   filesystem keeps them); berth gives the same answer on every driver.
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
-import * as layout from '../storage/layout.js';
+import * as layout from './layout.js';
 import { ListingCache, type ListingCacheLimits } from './listing-cache.js';
 import { checkRepository } from './repositories.js';
 

@@ -6,7 +6,7 @@
  */
 import { randomUUID, createHash, type Hash } from 'node:crypto';
 import { PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
-import * as layout from '../storage/layout.js';
+import * as layout from './layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
 import { hasherDigest, newHasher, parseVerifiableDigest, type Digest } from './digest.js';
 import { RegistryError } from './errors.js';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, SignJWT, type JWTHeaderParameters } from 'jose';
-import { libtrustKeyID } from '../../src/registry/manifests/libtrust-keyid.js';
+import { libtrustKeyID } from '../../src/crypto/libtrust-keyid.js';
 import { basic, issueCert, makeCA, writeHtpasswd, x5cOf, type CertFiles } from '../helpers/auth.js';
 import { call, describeEndpoint, endpoints, seededRoot } from '../helpers/auth-endpoints.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';

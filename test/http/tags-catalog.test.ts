@@ -8,7 +8,7 @@ import { createApp } from '../../src/app.js';
 import { validateConfig } from '../../src/config/load.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import type { Digest } from '../../src/registry/digest.js';
-import * as layout from '../../src/storage/layout.js';
+import * as layout from '../../src/registry/layout.js';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';

@@ -8,7 +8,7 @@ import type { Digest } from '../../src/registry/digest.js';
 import { pathSortKey, type StorageDriver } from '../../src/storage/driver.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import { InMemoryDriver } from '../../src/storage/inmemory.js';
-import * as layout from '../../src/storage/layout.js';
+import * as layout from '../../src/registry/layout.js';
 
 const DIGEST = `sha256:${'cd'.repeat(32)}` as Digest;
 

@@ -11,7 +11,7 @@ import { TagStore } from '../../src/registry/tags.js';
 import type { StorageDriver } from '../../src/storage/driver.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import { InMemoryDriver } from '../../src/storage/inmemory.js';
-import * as layout from '../../src/storage/layout.js';
+import * as layout from '../../src/registry/layout.js';
 
 const DIGEST = `sha256:${'ab'.repeat(32)}` as Digest;
 

@@ -9,7 +9,7 @@ import { flattenedVerify, importJWK, type JWK } from 'jose';
 import { RegistryError } from '../errors.js';
 import { LayerMediaTypes } from './mediatypes.js';
 import { arrayOrEmpty, isObject, optionalString, requireDigest, requireObject, requireSchemaVersion, requireString, manifestInvalid, type JSONObject } from './fields.js';
-import { libtrustKeyID } from './libtrust-keyid.js';
+import { libtrustKeyID } from '../../crypto/libtrust-keyid.js';
 import type { ManifestContent } from './types.js';
 
 /** the algorithms libtrust signs with */

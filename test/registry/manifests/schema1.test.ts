@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createPublicKey, sign } from 'node:crypto';
 import { parseManifest } from '../../../src/registry/manifests/index.js';
-import { libtrustKeyID } from '../../../src/registry/manifests/libtrust-keyid.js';
+import { libtrustKeyID } from '../../../src/crypto/libtrust-keyid.js';
 import { sha256 } from '../../../src/registry/digest.js';
 import { assertRegistryError, digestOf } from './examples.js';
 import { generateKey, signSchema1, type KeyKind, type TestKey } from './sign-schema1.js';

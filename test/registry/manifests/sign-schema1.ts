@@ -6,7 +6,7 @@
  * the payload can be cut back out.
  */
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { libtrustKeyID } from '../../../src/registry/manifests/libtrust-keyid.js';
+import { libtrustKeyID } from '../../../src/crypto/libtrust-keyid.js';
 
 export type KeyKind = 'P-256' | 'P-384' | 'P-521' | 'RSA';
 

@@ -2,7 +2,7 @@
  * Every storage path berth uses, in one place. The layout is CNCF Distribution's, so a directory
  * or bucket written by Distribution is served by berth and the other way round.
  */
-import { digestHex, type Digest } from '../registry/digest.js';
+import { digestHex, type Digest } from './digest.js';
 
 export const ROOT = '/docker/registry/v2';
 export const REPOSITORIES = `${ROOT}/repositories`;
