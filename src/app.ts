@@ -1,26 +1,28 @@
 /**
  * The composition root: builds the storage driver, the registry core and the HTTP server from a
- * validated Config. Nothing else constructs these.
+ * validated Config. Nothing else constructs these, and nothing below this file reads the Config:
+ * each room gets its own small options.
  *
- * What only some configurations use is imported here when the configuration asks for it, not at
- * start-up of every process: the S3 driver (the AWS SDK), the cloudfront middleware, the Redis rate
- * limiter (ioredis), the debug listener and its Prometheus metrics (prom-client). The modules
- * themselves import statically; everything else imports them as types only. Together they cost
- * about 15 MiB of RSS (docs/decisions.md, "Memory"); test/app/lazy-modules.test.ts guards this.
+ * Optional features (S3, the CDN middleware, Redis rate limits, the debug listener and metrics)
+ * come in through one door, features/: each is loaded only when the configuration turns it on, so
+ * a registry on the filesystem does not carry the AWS SDK, ioredis or prom-client (about 15 MiB of
+ * RSS, docs/decisions.md "Memory"; test/app/lazy-modules.test.ts guards this).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { createAuth } from './auth/index.js';
 import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
+import { FEATURES } from './features/index.js';
+import type { FeatureParts, Running } from './features/feature.js';
+import { parseAddr } from './http/address.js';
+import { normalisePrefix, type EdgeOptions } from './http/options.js';
 import { buildServer, type TLSOptions } from './http/server.js';
-import { createAuth } from './auth/index.js';
 import { UploadStateSigner } from './http/upload-state.js';
 import { URLBuilder } from './http/urls.js';
-import type { Metrics } from './debug/prometheus.js';
-import type { DebugServer } from './debug/server.js';
 import { createLogger } from './log.js';
 import { Notifier } from './notifications/notifier.js';
 import { BlobStore } from './registry/blobs.js';
@@ -30,9 +32,13 @@ import { ManifestStore } from './registry/manifest-store.js';
 import type { LayerURLPolicy } from './registry/manifests/index.js';
 import { purgeUploads } from './registry/purge.js';
 import { UploadSessions } from './registry/uploads.js';
+import type { Clock } from './scheduler/clock.js';
+import { Scheduler } from './scheduler/scheduler.js';
 import type { StorageDriver } from './storage/driver.js';
 import { FilesystemDriver } from './storage/filesystem.js';
 import { InMemoryDriver } from './storage/inmemory.js';
+
+export { parseAddr };
 
 export interface App {
   config: Config;
@@ -41,8 +47,8 @@ export interface App {
   logger: Logger;
   /** the notification endpoints and their queues */
   notifier: Notifier;
-  /** Prometheus metrics, when http.debug.prometheus.enabled */
-  metrics?: Metrics;
+  /** every background task; stopped by close() */
+  scheduler: Scheduler;
   /** the debug listener's base URL once listening (http.debug.addr) */
   debugURL?: string;
   /** starts listening on http.addr (or `address` when given); resolves to the base URL */
@@ -54,61 +60,57 @@ export interface App {
   close(graceMs?: number): Promise<void>;
 }
 
-export async function createDriver(storage: Config['storage'], logger?: Logger): Promise<StorageDriver> {
-  if (storage.filesystem) return new FilesystemDriver({ rootdirectory: storage.filesystem.rootdirectory });
-  if (storage.inmemory) return new InMemoryDriver();
-  if (storage.s3) {
-    const { S3Driver } = await import('./storage/s3.js');
-    return new S3Driver({ ...storage.s3, redirectExpiryMs: storage.redirect.expiry, logger });
-  }
-  throw new Error('no storage driver configured'); // the schema makes this unreachable
+export interface AppOptions {
+  logger?: Logger;
+  /** the storage driver to use instead of the configured one (the storage features still wrap it) */
+  driver?: StorageDriver;
+  /** the time background tasks run on (tests pass a ManualClock) */
+  clock?: Clock;
 }
 
-/** the driver wrapped in the storage middleware of `middleware.storage`, in order */
-export async function applyStorageMiddleware(driver: StorageDriver, config: Config, logger: Logger): Promise<StorageDriver> {
-  if (config.middleware.storage.length === 0) return driver;
-  const { CloudFrontMiddleware } = await import('./storage/middleware/cloudfront.js');
-  return config.middleware.storage.reduce<StorageDriver>(
-    (inner, entry, i) => new CloudFrontMiddleware(inner, entry.options, { logger, key: `middleware.storage.${i}.options` }),
-    driver,
-  );
-}
-
-export async function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver } = {}): Promise<App> {
+export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.log);
-  const metrics = config.http.debug?.prometheus.enabled ? new (await import('./debug/prometheus.js')).Metrics() : undefined;
-  const baseDriver = options.driver ?? (await applyStorageMiddleware(await createDriver(config.storage, logger), config, logger));
-  const driver = metrics ? new (await import('./debug/instrumented-driver.js')).InstrumentedDriver(baseDriver, metrics) : baseDriver;
+  const scheduler = new Scheduler(logger, options.clock);
+  const enabled: FeatureParts[] = [];
+  for (const feature of FEATURES) {
+    if (feature.enabled(config)) enabled.push(await feature.load(config, { logger, scheduler }));
+  }
+  const configured = enabled.find((parts) => parts.driver)?.driver ?? builtInDriver(config.storage);
+  const driver = enabled.reduce<StorageDriver>((inner, parts) => parts.wrapDriver?.(inner) ?? inner, options.driver ?? configured);
   const notifier = new Notifier(config.notifications, logger);
-  metrics?.watchNotifications(notifier);
+  const running: Running = { driver, notifier, logger };
+  for (const parts of enabled) parts.attach?.(running);
+
   const blobs = new BlobStore(driver);
   const uploads = new UploadSessions(driver, blobs);
   const manifests = new ManifestStore(driver, blobs, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
   const secret = config.http.secret ?? randomSecret(logger);
-  const authModules = config.ratelimit && config.redis ? { RedisRateLimiter: (await import('./auth/ratelimit-redis.js')).RedisRateLimiter } : {};
+  const prefix = normalisePrefix(config.http.prefix);
+  const sharedLimiter = enabled.find((parts) => parts.rateLimiter)?.rateLimiter;
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
   // start-up with the same kind of message as a bad key
-  const { auth, tls } = atStartup(() => ({ auth: createAuth(config, logger, authModules), tls: config.http.tls ? readTLS(config.http.tls) : undefined }));
+  const { auth, tls } = await atStartup(async () => ({
+    auth: createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix }, logger, sharedLimiter),
+    tls: config.http.tls ? readTLS(config.http.tls) : undefined,
+  }));
   const server = buildServer(
     {
-      config,
+      options: edgeOptions(config, prefix),
       blobs,
       uploads,
       manifests,
       tags: new TagStore(driver),
       catalog: new Catalog(driver),
       uploadState: new UploadStateSigner(secret),
-      urls: new URLBuilder({ host: config.http.host, prefix: config.http.prefix ?? '/', relative: config.http.relativeurls }),
+      urls: new URLBuilder({ host: config.http.host, prefix, relative: config.http.relativeurls }),
       events: notifier,
-      requestMetrics: metrics,
+      requestMetrics: enabled.find((parts) => parts.requestMetrics)?.requestMetrics,
       auth,
     },
     logger,
     tls,
   );
-  const stopPurging = schedulePurging(config, driver, logger);
-
-  let debugServer: DebugServer | undefined;
+  schedulePurging(config, driver, logger, scheduler);
 
   const app: App = {
     config,
@@ -116,7 +118,7 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
     server,
     logger,
     notifier,
-    metrics,
+    scheduler,
     async listen(address) {
       const { host, port } = address ?? parseAddr(config.http.addr);
       await driver.ready?.(); // e.g. the S3 bucket exists: fail at start, not on the first push
@@ -126,21 +128,14 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
       const url = `${tls ? 'https' : 'http'}://${shownHost}:${bound.port}`;
       logger.info({ addr: `${shownHost}:${bound.port}`, storage: driver.name }, 'listening');
       notifier.setListenPort(bound.port);
-      const debug = config.http.debug;
-      if (debug) {
-        const { startDebugServer } = await import('./debug/server.js');
-        debugServer = await startDebugServer(parseAddr(debug.addr), {
-          driver,
-          notifier,
-          metrics: metrics && { instance: metrics, path: debug.prometheus.path },
-          logger,
-        });
-        app.debugURL = debugServer.url;
+      for (const parts of enabled) {
+        const listenerURL = await parts.listening?.(running);
+        if (listenerURL) app.debugURL = listenerURL;
       }
       return url;
     },
     async close(graceMs = config.http.draintimeout) {
-      stopPurging();
+      await scheduler.close();
       // Node closes idle keep-alive connections only once, when close() starts: sweep again as
       // responses finish, so a connection that just became idle does not hold the shutdown
       // (an HTTP/2 server has neither method: its sessions end with server.close())
@@ -155,7 +150,7 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
       }
       // no request can emit any more: what is queued gets up to graceMs to be delivered
       await notifier.close(graceMs);
-      await debugServer?.close();
+      for (const parts of [...enabled].reverse()) await parts.close?.();
       await auth.close();
       await driver.close?.();
     },
@@ -163,10 +158,32 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
   return app;
 }
 
-function atStartup<T>(fn: () => T): T {
+/** the drivers that need no feature: filesystem (the default) and inmemory */
+function builtInDriver(storage: Config['storage']): StorageDriver {
+  if (storage.filesystem) return new FilesystemDriver({ rootdirectory: storage.filesystem.rootdirectory });
+  if (storage.inmemory) return new InMemoryDriver();
+  throw new Error('no storage driver configured'); // the schema and the s3 feature make this unreachable
+}
+
+function edgeOptions(config: Config, prefix: string): EdgeOptions {
+  return {
+    readOnly: config.storage.maintenance.readonly.enabled,
+    deletes: config.storage.delete.enabled,
+    redirect: !config.storage.redirect.disable,
+    pageMax: config.catalog.maxentries,
+    prefix,
+    includeReferences: config.notifications.events.includereferences,
+    headers: config.http.headers,
+    accessLog: !config.log.accesslog.disabled,
+  };
+}
+
+/** a problem with the files the configuration names (keys, certificates, htpasswd) is a configuration error */
+async function atStartup<T>(fn: () => T | Promise<T>): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     throw new ConfigError([(err as Error).message], 'files named by the configuration');
   }
 }
@@ -195,21 +212,14 @@ function urlPolicy(config: Config): LayerURLPolicy {
   return { allow: allow.map((p) => new RegExp(p)), deny: deny.map((p) => new RegExp(p)) };
 }
 
-/** ':5000' listens on every interface, as Go's listeners do */
-export function parseAddr(addr: string): { host: string; port: number } {
-  const colon = addr.lastIndexOf(':');
-  const host = addr.slice(0, colon).replace(/^\[|\]$/g, '');
-  return { host: host === '' ? '::' : host, port: Number(addr.slice(colon + 1)) };
-}
-
 function randomSecret(logger: Logger): string {
   logger.warn('http.secret is not set: a random one is used, so upload URLs are valid for this process only; several instances behind one load balancer need one shared http.secret');
   return randomBytes(32).toString('base64url');
 }
 
-function schedulePurging(config: Config, driver: StorageDriver, logger: Logger): () => void {
+function schedulePurging(config: Config, driver: StorageDriver, logger: Logger, scheduler: Scheduler): void {
   const { enabled, age, interval, dryrun } = config.storage.maintenance.uploadpurging;
-  if (!enabled || config.storage.maintenance.readonly.enabled) return () => {};
+  if (!enabled || config.storage.maintenance.readonly.enabled) return;
   const run = async () => {
     try {
       const result = await purgeUploads(driver, new Date(Date.now() - age), dryrun);
@@ -220,12 +230,5 @@ function schedulePurging(config: Config, driver: StorageDriver, logger: Logger):
       logger.error({ err }, 'upload purge failed');
     }
   };
-  const timer = setInterval(run, interval);
-  timer.unref();
-  const first = setTimeout(run, Math.min(interval, 60_000));
-  first.unref();
-  return () => {
-    clearInterval(timer);
-    clearTimeout(first);
-  };
+  scheduler.every({ name: 'upload purge', interval, firstDelay: Math.min(interval, 60_000), run });
 }

@@ -1,10 +1,8 @@
 /**
  * Access requests: what a request needs, in the resource:name:actions vocabulary of token scopes
- * (`repository:team/app:pull,push`, `registry:catalog:*`). The URI namespace and the HTTP method
- * decide (spec section 5); nothing else about the request does.
+ * (`repository:team/app:pull,push`, `registry:catalog:*`). What a request needs is decided at the
+ * edge (src/http/required-access.ts) from its route and method.
  */
-import type { Route } from '../http/routes.js';
-
 export const REPOSITORY_ACTIONS = ['pull', 'push', 'delete'] as const;
 export type RepositoryAction = (typeof REPOSITORY_ACTIONS)[number];
 
@@ -21,30 +19,6 @@ export interface AccessRequest {
 }
 
 export const CATALOG_ACCESS: AccessRequest = { type: 'registry', name: 'catalog', action: '*' };
-
-/**
- * The access a request needs. `GET /v2/` needs none (authentication only). The pull on a mount's
- * source is not listed: the upload handler asks for it and falls back to a plain upload without it.
- */
-export function requiredAccess(route: Route, method: string): AccessRequest[] {
-  if (route.kind === 'base') return [];
-  if (route.kind === 'catalog') return [CATALOG_ACCESS];
-  const repo = (action: RepositoryAction): AccessRequest[] => [{ type: 'repository', name: route.name, action }];
-  switch (route.kind) {
-    case 'tags':
-    case 'referrers':
-      return repo('pull');
-    case 'manifest':
-    case 'blob':
-      if (method === 'GET' || method === 'HEAD') return repo('pull');
-      if (method === 'DELETE') return repo('delete');
-      return repo('push');
-    case 'uploads':
-    case 'upload':
-      // starting, continuing, inspecting and cancelling an upload are all part of pushing
-      return repo('push');
-  }
-}
 
 /** `repository:a/b:pull,push` -> Scope; undefined for text that is no scope */
 export function parseScope(text: string): Scope | undefined {

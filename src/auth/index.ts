@@ -1,6 +1,6 @@
 /**
  * The one seam between the HTTP edge and authentication: `authorize(request)` takes what the edge
- * knows about a request (its route, method, Authorization header, client address) and returns the
+ * knows about a request (the access it needs, its Authorization header, client address) and returns the
  * caller's Grant, or throws 401 UNAUTHORIZED (with its challenge) or 403 DENIED. The registry
  * core never sees credentials.
  *
@@ -8,20 +8,18 @@
  * auth.access), token (Bearer JWTs, optionally issued by berth itself).
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
-import type { Route } from '../http/routes.js';
 import { RegistryError } from '../registry/errors.js';
-import { CATALOG_ACCESS, formatScope, requiredAccess, toScopes, type AccessRequest, type Grant } from './access.js';
+import { CATALOG_ACCESS, formatScope, toScopes, type AccessRequest, type Grant } from './access.js';
 import { Htpasswd } from './htpasswd.js';
+import type { AuthOptions } from './options.js';
 import { parseBasic, readSigningKey, TokenIssuer } from './issuer.js';
 import { AccessPolicy } from './policy.js';
-import { MemoryRateLimiter, type RateLimiter } from './ratelimit.js';
-import type { RedisRateLimiter } from './ratelimit-redis.js';
+import { MemoryRateLimiter, type BucketOptions, type RateLimiter } from './ratelimit.js';
 import { readTrustFiles, TokenError, TokenVerifier } from './token.js';
 
 export interface AuthRequest {
-  route: Route;
-  method: string;
+  /** what the request needs (the edge computes it from the route and method; empty for `GET /v2/`) */
+  needed: AccessRequest[];
   authorization: string | undefined;
   /** the `from` of a mount (POST .../blobs/uploads/?mount=&from=): its pull goes into challenges */
   mountFrom?: string;
@@ -48,14 +46,11 @@ export interface Auth {
   close(): Promise<void>;
 }
 
-/** modules the composition root loads only when the configuration uses them */
-export interface OptionalAuthModules {
-  /** ratelimit-redis.js, with `redis` configured */
-  RedisRateLimiter?: typeof RedisRateLimiter;
-}
+/** token buckets kept elsewhere (Redis), shared by every instance; without it buckets are per process */
+export type SharedLimiter = (bucket: BucketOptions) => RateLimiter;
 
-export function createAuth(config: Config, logger: Logger, modules: OptionalAuthModules = {}): Auth {
-  const auth = config.auth;
+export function createAuth(options: AuthOptions, logger: Logger, sharedLimiter?: SharedLimiter): Auth {
+  const auth = options.auth;
   const policy = new AccessPolicy(auth?.access);
   const htpasswd = auth?.htpasswd
     ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file not reloaded: the previous version stays in use'))
@@ -80,9 +75,9 @@ export function createAuth(config: Config, logger: Logger, modules: OptionalAuth
       keys.set(issuer.kid, issuer.publicKey);
     }
     const verifier = new TokenVerifier({ issuer: token.issuer.name!, service: token.service, ...readTrustFiles(token), keys });
-    const realmFor = (req: AuthRequest) => (token.autoredirect ? `${req.protocol}://${req.host}${prefixOf(config)}${token.autoredirectpath}` : token.realm!);
+    const realmFor = (req: AuthRequest) => (token.autoredirect ? `${req.protocol}://${req.host}${options.prefix}${token.autoredirectpath}` : token.realm!);
     authorize = async (req) => {
-      const needed = requiredAccess(req.route, req.method);
+      const needed = req.needed;
       const challenge = (error?: string) => {
         const parts = [`realm=${quote(realmFor(req))}`, `service=${quote(token.service)}`];
         // a mount's source is asked for too (as Distribution does), so clients fetch a token that can mount
@@ -120,7 +115,7 @@ export function createAuth(config: Config, logger: Logger, modules: OptionalAuth
         if (!(await htpasswd.verify(creds.user, creds.password))) throw new RegistryError('UNAUTHORIZED', 'invalid username or password', { headers: challenge });
         user = creds.user;
       }
-      const needed = requiredAccess(req.route, req.method);
+      const needed = req.needed;
       if (user === undefined && (needed.length === 0 || needed.some((r) => r === CATALOG_ACCESS || !policy.allows(undefined, r)))) {
         throw new RegistryError('UNAUTHORIZED', 'authentication required', { headers: challenge });
       }
@@ -136,13 +131,13 @@ export function createAuth(config: Config, logger: Logger, modules: OptionalAuth
     authorize = async () => EVERYTHING;
   }
 
-  const limiter = createLimiter(config, logger, modules);
+  const limiter = createLimiter(options, sharedLimiter);
   return {
     authorize,
     issuer,
     issuerPath: issuer ? auth!.token!.autoredirectpath : undefined,
     limiter,
-    limitBy: config.ratelimit?.by ?? 'ip',
+    limitBy: options.ratelimit?.by ?? 'ip',
     async close() {
       await limiter?.close();
     },
@@ -156,31 +151,11 @@ function denial(user: string | undefined, denied: AccessRequest[]): RegistryErro
   });
 }
 
-function createLimiter(config: Config, logger: Logger, modules: OptionalAuthModules): RateLimiter | undefined {
-  const limit = config.ratelimit;
+function createLimiter(options: AuthOptions, shared: SharedLimiter | undefined): RateLimiter | undefined {
+  const limit = options.ratelimit;
   if (!limit) return undefined;
   const bucket = { rate: limit.rate, burst: limit.burst };
-  if (!config.redis) return new MemoryRateLimiter(bucket);
-  if (!modules.RedisRateLimiter) throw new Error('redis is configured but ratelimit-redis.js was not loaded'); // a bug of the composition root
-  const { addr, username, password, db, dialtimeout, readtimeout } = config.redis;
-  const colon = addr.lastIndexOf(':');
-  return new modules.RedisRateLimiter(
-    bucket,
-    {
-      host: addr.slice(0, colon).replace(/^\[|\]$/g, '') || '127.0.0.1',
-      port: Number(addr.slice(colon + 1)),
-      username,
-      password,
-      db,
-      connectTimeoutMs: dialtimeout,
-      commandTimeoutMs: readtimeout,
-    },
-    logger,
-  );
-}
-
-function prefixOf(config: Config): string {
-  return (config.http.prefix ?? '/').replace(/\/$/, '');
+  return shared ? shared(bucket) : new MemoryRateLimiter(bucket);
 }
 
 function quote(value: string): string {

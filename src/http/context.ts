@@ -1,19 +1,19 @@
 /** What every handler gets: the registry core and the edge's helpers, built once by the app. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Auth } from '../auth/index.js';
-import type { Config } from '../config/schema.js';
 import type { EventSink } from '../notifications/events.js';
 import type { BlobStore } from '../registry/blobs.js';
 import type { Catalog } from '../registry/catalog.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
+import type { EdgeOptions } from './options.js';
 import type { Route } from './routes.js';
 import type { UploadStateSigner } from './upload-state.js';
 import type { URLBuilder } from './urls.js';
 
 export interface Services {
-  config: Config;
+  options: EdgeOptions;
   blobs: BlobStore;
   uploads: UploadSessions;
   manifests: ManifestStore;

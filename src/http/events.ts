@@ -52,7 +52,7 @@ export function manifestEvent(req: FastifyRequest, services: Services, action: '
     url: services.urls.absolute(req, `/v2/${m.name}/manifests/${m.digest}`),
   };
   if (m.tag !== undefined) target.tag = m.tag;
-  if (services.config.notifications.events.includereferences) target.references = manifestReferences(m.content);
+  if (services.options.includeReferences) target.references = manifestReferences(m.content);
   emit(req, services, action, target);
 }
 

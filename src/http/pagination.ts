@@ -66,9 +66,9 @@ export function parsePageQuery(query: { n?: string; last?: string }, { defaultN,
 }
 
 /** `<path?n=N&last=X>; rel="next"` for the page after `last` (path: below the prefix, e.g. `/v2/_catalog`) */
-export function nextLink(prefix: string | undefined, path: string, n: number, last: string): string {
+export function nextLink(prefix: string, path: string, n: number, last: string): string {
   const query = new URLSearchParams({ n: String(n), last }).toString();
-  return `<${(prefix ?? '/').replace(/\/$/, '')}${path}?${query}>; rel="next"`;
+  return `<${prefix}${path}?${query}>; rel="next"`;
 }
 
 /** the page of a sorted list: at most `n` entries after `last`, and whether more follow */

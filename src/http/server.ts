@@ -21,6 +21,7 @@ import { deleteBlob, getBlob } from './handlers/blobs.js';
 import { deleteManifest, getManifest, putManifest } from './handlers/manifests.js';
 import { getReferrers } from './handlers/referrers.js';
 import { deleteUpload, getUpload, patchUpload, postUpload, putUpload } from './handlers/uploads.js';
+import { requiredAccess } from './required-access.js';
 import { matchRoute, METHODS, type Route } from './routes.js';
 import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js';
 
@@ -59,7 +60,7 @@ const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function buildServer(services: Services, logger: FastifyBaseLogger, tls?: TLSOptions): FastifyInstance {
-  const { config } = services;
+  const { options: edge } = services;
   const options = {
     loggerInstance: logger,
     // one access-log line per request is written below instead of Fastify's two
@@ -84,7 +85,7 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     reply.header(API_VERSION_HEADER, API_VERSION);
-    for (const [name, values] of Object.entries(config.http.headers)) reply.header(name, values.join(', '));
+    for (const [name, values] of Object.entries(edge.headers)) reply.header(name, values.join(', '));
   });
   app.addHook('onSend', async (_req, reply, payload) => {
     addDockerTwins(reply);
@@ -100,7 +101,7 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
       metrics.observeRequest(req.method, routeKinds.get(req) ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000, now.read - last.read, now.written - last.written);
     });
   }
-  if (!config.log.accesslog.disabled) {
+  if (edge.accessLog) {
     app.addHook('onResponse', async (req, reply) => {
       req.log.info(
         {
@@ -118,7 +119,7 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
     });
   }
 
-  const prefix = (config.http.prefix ?? '/').replace(/\/$/, '');
+  const { prefix } = edge;
   app.route({ method: [...ALL_METHODS], url: '*', handler: (req, reply) => dispatch(req, reply, services, prefix) });
   app.setNotFoundHandler((req, reply) => dispatch(req, reply, services, prefix));
   app.setErrorHandler((err, req, reply) => handleError(err, req, reply));
@@ -148,8 +149,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
   let grant;
   try {
     grant = await auth.authorize({
-      route,
-      method: req.method,
+      needed: requiredAccess(route, req.method),
       authorization: req.headers.authorization,
       mountFrom: route.kind === 'uploads' ? mountSource(req) : undefined,
       protocol: req.protocol,

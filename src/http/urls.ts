@@ -6,6 +6,7 @@ import type { FastifyRequest } from 'fastify';
 
 export interface URLOptions {
   host?: string;
+  /** http.prefix, normalised (see normalisePrefix) */
   prefix: string;
   relative: boolean;
 }
@@ -16,14 +17,14 @@ export class URLBuilder {
   /** `path` is below /v2/, e.g. `/v2/<name>/blobs/<digest>` */
   build(req: FastifyRequest, path: string, query?: Record<string, string>): string {
     const search = query ? `?${new URLSearchParams(query).toString()}` : '';
-    const local = `${this.options.prefix.replace(/\/$/, '')}${path}${search}`;
+    const local = `${this.options.prefix}${path}${search}`;
     if (this.options.relative) return local;
     return `${this.origin(req)}${local}`;
   }
 
   /** always absolute (event URLs are links for a receiver elsewhere), whatever `relativeurls` says */
   absolute(req: FastifyRequest, path: string): string {
-    return `${this.origin(req)}${this.options.prefix.replace(/\/$/, '')}${path}`;
+    return `${this.origin(req)}${this.options.prefix}${path}`;
   }
 
   private origin(req: FastifyRequest): string {

@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { normalisePrefix } from '../../src/http/options.js';
 import { pageOf, parsePageQuery, nextLink, DEFAULT_TAGS_PAGE } from '../../src/http/pagination.js';
 import type { Digest } from '../../src/registry/digest.js';
 import { RegistryError } from '../../src/registry/errors.js';
@@ -383,10 +384,10 @@ describe('parsePageQuery', () => {
 
 describe('nextLink', () => {
   it('is a relative URL in angle brackets with n then last', () => {
-    assert.equal(nextLink(undefined, '/v2/_catalog', 2, 'b'), '</v2/_catalog?n=2&last=b>; rel="next"');
-    assert.equal(nextLink('/', '/v2/lib/app/tags/list', 100, 'v1.0'), '</v2/lib/app/tags/list?n=100&last=v1.0>; rel="next"');
+    assert.equal(nextLink(normalisePrefix(undefined), '/v2/_catalog', 2, 'b'), '</v2/_catalog?n=2&last=b>; rel="next"');
+    assert.equal(nextLink(normalisePrefix('/'), '/v2/lib/app/tags/list', 100, 'v1.0'), '</v2/lib/app/tags/list?n=100&last=v1.0>; rel="next"');
   });
   it('escapes a / in last as Distribution does (%2F) and keeps the http.prefix', () => {
-    assert.equal(nextLink('/registry/', '/v2/_catalog', 5, 'a/b'), '</registry/v2/_catalog?n=5&last=a%2Fb>; rel="next"');
+    assert.equal(nextLink(normalisePrefix('/registry/'), '/v2/_catalog', 5, 'a/b'), '</registry/v2/_catalog?n=5&last=a%2Fb>; rel="next"');
   });
 });

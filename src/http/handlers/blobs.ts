@@ -13,7 +13,7 @@ type BlobRoute = Extract<Route, { kind: 'blob' }>;
 const ONE_YEAR = 'max-age=31536000';
 
 export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) => {
-  const { blobs, config } = services;
+  const { blobs, options } = services;
   const digest = parseDigest(route.digest);
   const { size } = await blobs.stat(route.name, digest);
   const etag = `"${digest}"`;
@@ -26,7 +26,7 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) =
 
   if (req.headers['if-none-match'] === etag) return reply.code(304).send();
 
-  if (req.method === 'GET' && !config.storage.redirect.disable) {
+  if (req.method === 'GET' && options.redirect) {
     const location = await blobs.redirectURL({ method: 'GET', clientIP: req.ip }, digest);
     if (location) {
       blobEvent(req, services, 'pull', { name: route.name, digest, size });
@@ -54,8 +54,8 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) =
 };
 
 export const deleteBlob: Handler<BlobRoute> = async (req, reply, route, services) => {
-  const { blobs, config } = services;
-  checkDeletable(config);
+  const { blobs, options } = services;
+  checkDeletable(options);
   const digest = parseDigest(route.digest);
   await blobs.unlink(route.name, digest);
   deleteEvent(req, services, { name: route.name, digest });

@@ -43,8 +43,8 @@ export const getManifest: Handler<ManifestRoute> = async (req, reply, route, ser
 };
 
 export const putManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
-  const { manifests, urls, config } = services;
-  checkWritable(config);
+  const { manifests, urls, options } = services;
+  checkWritable(options);
   const reference = parseReference(route.reference);
   const body = await readSmallBody(req, MANIFEST_LIMIT, () => {
     // the rest of the body stays unread: close the connection after the answer (as Go's
@@ -72,8 +72,8 @@ export const putManifest: Handler<ManifestRoute> = async (req, reply, route, ser
 };
 
 export const deleteManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
-  const { manifests, config } = services;
-  checkDeletable(config);
+  const { manifests, options } = services;
+  checkDeletable(options);
   const reference = parseReference(route.reference);
   if ('tag' in reference) {
     throw new RegistryError('UNSUPPORTED', `manifests are deleted by digest, not by tag: resolve ${JSON.stringify(reference.tag)} with a HEAD request and DELETE /v2/${route.name}/manifests/<digest>`);

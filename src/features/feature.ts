@@ -1,0 +1,52 @@
+/**
+ * The one door for optional features: each says whether the configuration turns it on and, only
+ * then, loads its modules and hands the app the parts it plugs in. createApp runs the list in
+ * features/index.ts and has no branch of its own per feature.
+ *
+ * A feature reads the configuration through the slice type it declares (`C`), so no feature
+ * imports the configuration schema; app.ts passes the whole validated configuration and the
+ * compiler checks that it fits every slice.
+ */
+import type { Logger } from 'pino';
+import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
+import type { RequestMetrics } from '../http/context.js';
+import type { Notifier } from '../notifications/notifier.js';
+import type { Scheduler } from '../scheduler/scheduler.js';
+import type { StorageDriver } from '../storage/driver.js';
+
+export interface FeatureContext {
+  logger: Logger;
+  scheduler: Scheduler;
+}
+
+/** the parts of a registry that features may use once its core is built */
+export interface Running {
+  driver: StorageDriver;
+  notifier: Notifier;
+  logger: Logger;
+}
+
+/** what a feature plugs in; every part is optional */
+export interface FeatureParts {
+  /** the storage driver (a storage backend; the configuration enables at most one) */
+  driver?: StorageDriver;
+  /** wraps the driver (storage middleware, instrumentation), in the order of the feature list */
+  wrapDriver?(inner: StorageDriver): StorageDriver;
+  /** token buckets shared between instances, instead of one process's own */
+  rateLimiter?(bucket: BucketOptions): RateLimiter;
+  /** per-request figures from the HTTP edge */
+  requestMetrics?: RequestMetrics;
+  /** once the core is built, before the registry listens */
+  attach?(running: Running): void;
+  /** once the registry listens; resolves to the URL of a listener of the feature's own, if any */
+  listening?(running: Running): Promise<string | void>;
+  /** at shutdown, after the registry stopped serving (features close in reverse order) */
+  close?(): Promise<void>;
+}
+
+export interface Feature<C> {
+  readonly name: string;
+  enabled(config: C): boolean;
+  /** loads the feature's modules (only now: a feature that is off costs no memory) */
+  load(config: C, context: FeatureContext): Promise<FeatureParts>;
+}

@@ -1,0 +1,11 @@
+/**
+ * Every optional feature, in the order their parts apply: the storage backend first, then the
+ * wrappers around it from the innermost out (the CDN middleware inside, the metrics that time every
+ * storage call outside).
+ */
+import { cloudfrontFeature } from './cloudfront.js';
+import { debugFeature } from './debug.js';
+import { redisFeature } from './redis.js';
+import { s3Feature } from './s3.js';
+
+export const FEATURES = [s3Feature, cloudfrontFeature, redisFeature, debugFeature] as const;
