@@ -6,6 +6,7 @@
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { grantOf } from './grants.js';
+import { firstValue } from './headers.js';
 import { manifestReferences, type ActorRecord, type EventAction, type EventTarget, type RequestRecord } from '../notifications/events.js';
 import type { Services } from './context.js';
 
@@ -74,9 +75,4 @@ export function blobEvent(req: FastifyRequest, services: Services, action: 'push
 export function deleteEvent(req: FastifyRequest, services: Services, d: { name: string; digest: string }): void {
   if (!services.events.active) return;
   emit(req, services, 'delete', { digest: d.digest, repository: d.name });
-}
-
-function firstValue(header: string | string[] | undefined): string | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  return value?.split(',')[0].trim() || undefined;
 }
