@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { parse as parseYAML } from 'yaml';
 import { z } from 'zod';
 import { configSchema, DRIVER_NAMES, type Config } from './schema.js';
+import { MASK, maskHeaders } from '../mask.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[], source: string) {
@@ -105,14 +106,14 @@ export async function loadConfig(file: string | undefined, env: NodeJS.ProcessEn
 const SECRET_KEYS = /secret|password|privatekey|accesskey|authorization|token/i;
 
 /** notification endpoint headers often carry tokens: every value is masked, whatever the header's name */
-const MASKED_MAPS = /^notifications\.endpoints\.\d+\.headers$/;
+const HEADER_MAPS = /^notifications\.endpoints\.\d+\.headers$/;
 
 /** the configuration with secrets masked, for `berth config check` and start-up logs */
 export function maskSecrets(value: unknown, key = '', path = ''): unknown {
-  if (MASKED_MAPS.test(path.split('.').slice(0, -1).join('.'))) return Array.isArray(value) ? value.map(() => '********') : '********';
+  if (HEADER_MAPS.test(path)) return maskHeaders(value as Record<string, string[]>);
   if (Array.isArray(value)) return value.map((v, i) => maskSecrets(v, key, `${path}.${i}`));
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskSecrets(v, k, path ? `${path}.${k}` : k)]));
   }
-  return SECRET_KEYS.test(key) && value !== undefined && value !== '' ? '********' : value;
+  return SECRET_KEYS.test(key) && value !== undefined && value !== '' ? MASK : value;
 }

@@ -6,6 +6,7 @@
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { grantOf } from './grants.js';
+import { firstValue } from './headers.js';
 import { manifestReferences, type ActorRecord, type EventAction, type EventTarget, type RequestRecord } from '../notifications/events.js';
 import type { Services } from './context.js';
 
@@ -31,6 +32,18 @@ function emit(req: FastifyRequest, services: Services, action: EventAction, targ
   services.events.emit({ action, target, request: requestRecord(req), actor: actorOf(req) });
 }
 
+/** what push and pull targets of manifests and blobs share: the descriptor, the repository and the URL */
+function contentTarget(req: FastifyRequest, services: Services, kind: 'manifests' | 'blobs', c: { name: string; digest: string; mediaType: string; size: number }): EventTarget {
+  return {
+    mediaType: c.mediaType,
+    digest: c.digest,
+    size: c.size,
+    length: c.size,
+    repository: c.name,
+    url: services.urls.absolute(req, `/v2/${c.name}/${kind}/${c.digest}`),
+  };
+}
+
 export interface ManifestEventInfo {
   name: string;
   digest: string;
@@ -43,14 +56,7 @@ export interface ManifestEventInfo {
 
 export function manifestEvent(req: FastifyRequest, services: Services, action: 'push' | 'pull', m: ManifestEventInfo): void {
   if (!services.events.active) return;
-  const target: EventTarget = {
-    mediaType: m.mediaType,
-    digest: m.digest,
-    size: m.size,
-    length: m.size,
-    repository: m.name,
-    url: services.urls.absolute(req, `/v2/${m.name}/manifests/${m.digest}`),
-  };
+  const target = contentTarget(req, services, 'manifests', m);
   if (m.tag !== undefined) target.tag = m.tag;
   if (services.options.includeReferences) target.references = manifestReferences(m.content);
   emit(req, services, action, target);
@@ -58,14 +64,7 @@ export function manifestEvent(req: FastifyRequest, services: Services, action: '
 
 export function blobEvent(req: FastifyRequest, services: Services, action: 'push' | 'pull' | 'mount', b: { name: string; digest: string; size: number; from?: string }): void {
   if (!services.events.active) return;
-  const target: EventTarget = {
-    mediaType: BLOB_MEDIA_TYPE,
-    digest: b.digest,
-    size: b.size,
-    length: b.size,
-    repository: b.name,
-    url: services.urls.absolute(req, `/v2/${b.name}/blobs/${b.digest}`),
-  };
+  const target = contentTarget(req, services, 'blobs', { ...b, mediaType: BLOB_MEDIA_TYPE });
   if (b.from !== undefined) target.fromRepository = b.from;
   emit(req, services, action, target);
 }
@@ -74,9 +73,4 @@ export function blobEvent(req: FastifyRequest, services: Services, action: 'push
 export function deleteEvent(req: FastifyRequest, services: Services, d: { name: string; digest: string }): void {
   if (!services.events.active) return;
   emit(req, services, 'delete', { digest: d.digest, repository: d.name });
-}
-
-function firstValue(header: string | string[] | undefined): string | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  return value?.split(',')[0].trim() || undefined;
 }

@@ -3,6 +3,7 @@
  * from the request (honouring X-Forwarded-Proto/-Host from a proxy); relative with `http.relativeurls`.
  */
 import type { FastifyRequest } from 'fastify';
+import { firstValue } from './headers.js';
 
 export interface URLOptions {
   host?: string;
@@ -33,9 +34,4 @@ export class URLBuilder {
     const host = firstValue(req.headers['x-forwarded-host']) ?? req.headers.host ?? 'localhost';
     return `${proto}://${host}`;
   }
-}
-
-function firstValue(header: string | string[] | undefined): string | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  return value?.split(',')[0].trim() || undefined;
 }

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { Endpoint, type EndpointConfig, type EndpointMetrics } from './endpoint.js';
 import type { Event, EventInput, EventSink, SourceRecord } from './events.js';
+import { maskHeaders } from '../mask.js';
 
 /** what /debug/vars shows of an endpoint (spec 6.6) */
 export interface EndpointSnapshot {
@@ -22,8 +23,6 @@ export interface EndpointSnapshot {
   QueueLimit?: number;
   Metrics: EndpointMetrics;
 }
-
-export const MASK = '********';
 
 export class Notifier implements EventSink {
   readonly endpoints: Endpoint[];
@@ -123,9 +122,4 @@ export class Notifier implements EventSink {
     });
     await Promise.all(this.endpoints.map((e) => e.stop()));
   }
-}
-
-/** header values hidden (they often carry tokens); names kept */
-export function maskHeaders(headers: Record<string, string[]>): Record<string, string[]> {
-  return Object.fromEntries(Object.entries(headers).map(([name, values]) => [name, values.map(() => MASK)]));
 }
