@@ -30,7 +30,8 @@ import { ManifestStore } from './registry/manifest-store.js';
 import type { LayerURLPolicy } from './registry/manifests/index.js';
 import { purgeUploads } from './registry/purge.js';
 import { UploadSessions } from './registry/uploads.js';
-import type { StorageDriver } from './storage/driver.js';
+import { Scheduler } from './scheduler/scheduler.js';
+import { StorageOptionError, type StorageDriver } from './storage/driver.js';
 import { FilesystemDriver } from './storage/filesystem.js';
 import { InMemoryDriver } from './storage/inmemory.js';
 
@@ -65,19 +66,24 @@ export async function createDriver(storage: Config['storage'], logger?: Logger):
 }
 
 /** the driver wrapped in the storage middleware of `middleware.storage`, in order */
-export async function applyStorageMiddleware(driver: StorageDriver, config: Config, logger: Logger): Promise<StorageDriver> {
+export async function applyStorageMiddleware(driver: StorageDriver, config: Config, logger: Logger, scheduler: Scheduler): Promise<StorageDriver> {
   if (config.middleware.storage.length === 0) return driver;
   const { CloudFrontMiddleware } = await import('./storage/middleware/cloudfront.js');
-  return config.middleware.storage.reduce<StorageDriver>(
-    (inner, entry, i) => new CloudFrontMiddleware(inner, entry.options, { logger, key: `middleware.storage.${i}.options` }),
-    driver,
-  );
+  return config.middleware.storage.reduce<StorageDriver>((inner, entry, i) => {
+    try {
+      return new CloudFrontMiddleware(inner, entry.options, { logger, scheduler });
+    } catch (err) {
+      if (err instanceof StorageOptionError) throw new ConfigError([`middleware.storage.${i}.options.${err.option}: ${err.problem}`], 'middleware.storage');
+      throw err;
+    }
+  }, driver);
 }
 
 export async function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver } = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.log);
   const metrics = config.http.debug?.prometheus.enabled ? new (await import('./debug/prometheus.js')).Metrics() : undefined;
-  const baseDriver = options.driver ?? (await applyStorageMiddleware(await createDriver(config.storage, logger), config, logger));
+  const scheduler = new Scheduler(logger);
+  const baseDriver = options.driver ?? (await applyStorageMiddleware(await createDriver(config.storage, logger), config, logger, scheduler));
   const driver = metrics ? new (await import('./debug/instrumented-driver.js')).InstrumentedDriver(baseDriver, metrics) : baseDriver;
   const notifier = new Notifier(config.notifications, logger);
   metrics?.watchNotifications(notifier);
@@ -157,6 +163,7 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
       await notifier.close(graceMs);
       await debugServer?.close();
       await auth.close();
+      await scheduler.close();
       await driver.close?.();
     },
   };

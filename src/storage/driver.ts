@@ -171,6 +171,17 @@ export class StorageUnavailableError extends StorageError {}
 /** The driver cannot do what was asked (e.g. a writer already committed). */
 export class UnsupportedMethodError extends StorageError {}
 
+/**
+ * An option of a driver or middleware that cannot be used (a key file that does not read, say),
+ * found at start-up. `option` is its name among the driver's or middleware's options: the
+ * composition root reports the problem under the option's whole key path.
+ */
+export class StorageOptionError extends StorageError {
+  constructor(readonly option: string, readonly problem: string, driver: string) {
+    super(`${driver}: ${option}: ${problem}`, driver);
+  }
+}
+
 /** a valid path; '.' and '..' segments match PATH_PATTERN's characters but are refused too */
 export function checkPath(path: string, driver: string): void {
   if (!PATH_PATTERN.test(path) || path.split('/').some((s) => s === '.' || s === '..')) throw new InvalidPathError(path, driver);
