@@ -4,6 +4,8 @@
  * A driver knows nothing of manifests or digests: it stores bytes at paths.
  *
  * Paths are absolute, '/'-separated, and match PATH_PATTERN; the driver maps them below its own root.
+ * Drivers extend BaseDriver (base.ts), which checks paths and implements list and walk once;
+ * wrappers extend ForwardingDriver (forwarding.ts).
  */
 import type { Readable } from 'node:stream';
 
