@@ -33,6 +33,14 @@ import { LIST_PAGE, Multipart, openWriter } from './s3/multipart.js';
 
 export type { S3DriverOptions, S3Parameters } from './s3/client.js';
 
+/** a child in a directory listing */
+interface Entry {
+  name: string;
+  isDir: boolean;
+  size: number;
+  modTime: Date;
+}
+
 export class S3Driver extends BaseDriver {
   readonly name = NAME;
   readonly client: S3Client;
@@ -117,20 +125,27 @@ export class S3Driver extends BaseDriver {
   }
 
   protected async _listNames(path: string): Promise<string[]> {
-    return (await this._walkEntries(path)).map((e) => e.name);
+    return (await this.entries(path)).map((e) => e.name);
   }
 
   /**
-   * The direct children of a directory with their sizes, from one delimited listing (paged), sorted
-   * by name in plain code-unit order. Walk takes them as they are instead of a HeadObject per file
-   * (the base's default); a directory missing (no key below it) is PathNotFoundError. Walk lists
-   * directory by directory rather than in one listing without a delimiter: S3 lists keys in plain
-   * byte order ('a-b/...' before 'a/...'), a directory walk sorts into pathSortKey order on the
-   * way, and 'skip' spares the listing of a whole subtree (the catalog skips every repository's).
+   * Walk takes the sizes and types of the listing as they are instead of a HeadObject per file
+   * (the base's default). It lists directory by directory rather than in one listing without a
+   * delimiter: S3 lists keys in plain byte order ('a-b/...' before 'a/...'), a directory walk
+   * sorts into pathSortKey order on the way, and 'skip' spares the listing of a whole subtree
+   * (the catalog skips every repository's).
    */
   protected override async _walkEntries(path: string): Promise<WalkEntry[]> {
+    return (await this.entries(path)).map(({ name, ...rest }) => ({ name, info: { path: childPath(path, name), ...rest } }));
+  }
+
+  /**
+   * The direct children of a directory, from one delimited listing (paged), sorted by name in plain
+   * code-unit order; a missing directory (no key below it) is PathNotFoundError.
+   */
+  private async entries(path: string): Promise<Entry[]> {
     const prefix = this.bucket.dirPrefix(path);
-    const byName = new Map<string, WalkEntry & { info: FileInfo }>();
+    const byName = new Map<string, Entry>();
     let token: string | undefined;
     do {
       const out = await this.bucket.send(`ListObjectsV2 ${path}`, () =>
@@ -140,14 +155,12 @@ export class S3Driver extends BaseDriver {
       );
       for (const p of out.CommonPrefixes ?? []) {
         const name = p.Prefix!.slice(prefix.length).replace(/\/$/, '');
-        if (name !== '') byName.set(name, { name, info: { path: childPath(path, name), size: 0, modTime: new Date(), isDir: true } });
+        if (name !== '') byName.set(name, { name, isDir: true, size: 0, modTime: new Date() });
       }
       for (const o of out.Contents ?? []) {
         const name = o.Key!.slice(prefix.length);
         // a directory wins over a file of the same name (cannot happen through berth)
-        if (name !== '' && !byName.get(name)?.info.isDir) {
-          byName.set(name, { name, info: { path: childPath(path, name), size: o.Size ?? 0, modTime: o.LastModified ?? new Date(), isDir: false } });
-        }
+        if (name !== '' && !byName.get(name)?.isDir) byName.set(name, { name, isDir: false, size: o.Size ?? 0, modTime: o.LastModified ?? new Date() });
       }
       token = out.IsTruncated ? out.NextContinuationToken : undefined;
     } while (token);
