@@ -7,13 +7,9 @@ import { parse as parseYAML } from 'yaml';
 import { z } from 'zod';
 import { configSchema, DRIVER_NAMES, type Config } from './schema.js';
 import { MASK, maskHeaders } from '../mask.js';
+import { ConfigError } from './errors.js';
 
-export class ConfigError extends Error {
-  constructor(readonly problems: string[], source: string) {
-    super(`invalid configuration (${source}):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError } from './errors.js';
 
 /** What `npm start` runs with when no file is given: filesystem storage under ./data, deletes enabled. */
 export const DEFAULT_CONFIG = {

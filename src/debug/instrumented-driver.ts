@@ -4,16 +4,15 @@
  */
 import type { Readable } from 'node:stream';
 import { PathNotFoundError, type FileInfo, type FileWriter, type RedirectRequest, type StorageDriver, type WalkFn, type WalkOptions } from '../storage/driver.js';
+import { ForwardingDriver } from '../storage/forwarding.js';
 import type { Metrics } from './prometheus.js';
 
-export class InstrumentedDriver implements StorageDriver {
+export class InstrumentedDriver extends ForwardingDriver {
   constructor(
-    private readonly inner: StorageDriver,
+    inner: StorageDriver,
     private readonly metrics: Metrics,
-  ) {}
-
-  get name(): string {
-    return this.inner.name;
+  ) {
+    super(inner);
   }
 
   private async time<T>(operation: string, work: () => Promise<T>): Promise<T> {
@@ -29,46 +28,40 @@ export class InstrumentedDriver implements StorageDriver {
     }
   }
 
-  async ready(): Promise<void> {
-    await this.inner.ready?.();
+  override getContent(path: string): Promise<Buffer> {
+    return this.time('getcontent', () => super.getContent(path));
   }
-  getContent(path: string): Promise<Buffer> {
-    return this.time('getcontent', () => this.inner.getContent(path));
+  override putContent(path: string, data: Buffer): Promise<void> {
+    return this.time('putcontent', () => super.putContent(path, data));
   }
-  putContent(path: string, data: Buffer): Promise<void> {
-    return this.time('putcontent', () => this.inner.putContent(path, data));
+  override reader(path: string, offset?: number, length?: number): Promise<Readable> {
+    return this.time('reader', () => super.reader(path, offset, length));
   }
-  reader(path: string, offset?: number, length?: number): Promise<Readable> {
-    return this.time('reader', () => this.inner.reader(path, offset, length));
+  override writer(path: string, append: boolean): Promise<FileWriter> {
+    return this.time('writer', () => super.writer(path, append));
   }
-  writer(path: string, append: boolean): Promise<FileWriter> {
-    return this.time('writer', () => this.inner.writer(path, append));
+  override stat(path: string): Promise<FileInfo> {
+    return this.time('stat', () => super.stat(path));
   }
-  stat(path: string): Promise<FileInfo> {
-    return this.time('stat', () => this.inner.stat(path));
+  override list(path: string): Promise<string[]> {
+    return this.time('list', () => super.list(path));
   }
-  list(path: string): Promise<string[]> {
-    return this.time('list', () => this.inner.list(path));
+  override listNames(path: string): Promise<string[]> {
+    return this.time('listnames', () => super.listNames(path));
   }
-  listNames(path: string): Promise<string[]> {
-    return this.time('listnames', () => this.inner.listNames(path));
+  override childrenVersion(path: string): Promise<string | undefined> {
+    return this.time('childrenversion', () => super.childrenVersion(path));
   }
-  childrenVersion(path: string): Promise<string | undefined> {
-    return this.time('childrenversion', () => this.inner.childrenVersion(path));
+  override move(src: string, dst: string): Promise<void> {
+    return this.time('move', () => super.move(src, dst));
   }
-  move(src: string, dst: string): Promise<void> {
-    return this.time('move', () => this.inner.move(src, dst));
+  override delete(path: string): Promise<void> {
+    return this.time('delete', () => super.delete(path));
   }
-  delete(path: string): Promise<void> {
-    return this.time('delete', () => this.inner.delete(path));
+  override redirectURL(req: RedirectRequest, path: string): Promise<string | undefined> {
+    return this.time('redirecturl', () => super.redirectURL(req, path));
   }
-  redirectURL(req: RedirectRequest, path: string): Promise<string | undefined> {
-    return this.time('redirecturl', () => this.inner.redirectURL(req, path));
-  }
-  walk(path: string, fn: WalkFn, options?: WalkOptions): Promise<void> {
-    return this.time('walk', () => this.inner.walk(path, fn, options));
-  }
-  async close(): Promise<void> {
-    await this.inner.close?.();
+  override walk(path: string, fn: WalkFn, options?: WalkOptions): Promise<void> {
+    return this.time('walk', () => super.walk(path, fn, options));
   }
 }

@@ -4,6 +4,8 @@
  * A driver knows nothing of manifests or digests: it stores bytes at paths.
  *
  * Paths are absolute, '/'-separated, and match PATH_PATTERN; the driver maps them below its own root.
+ * Drivers extend BaseDriver (base.ts), which checks paths and implements list and walk once;
+ * wrappers extend ForwardingDriver (forwarding.ts).
  */
 import type { Readable } from 'node:stream';
 
@@ -170,6 +172,17 @@ export class StorageUnavailableError extends StorageError {}
 
 /** The driver cannot do what was asked (e.g. a writer already committed). */
 export class UnsupportedMethodError extends StorageError {}
+
+/**
+ * An option of a driver or middleware that cannot be used (a key file that does not read, say),
+ * found at start-up. `option` is its name among the driver's or middleware's options: the
+ * composition root reports the problem under the option's whole key path.
+ */
+export class StorageOptionError extends StorageError {
+  constructor(readonly option: string, readonly problem: string, driver: string) {
+    super(`${driver}: ${option}: ${problem}`, driver);
+  }
+}
 
 /** a valid path; '.' and '..' segments match PATH_PATTERN's characters but are refused too */
 export function checkPath(path: string, driver: string): void {

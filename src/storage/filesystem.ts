@@ -7,21 +7,14 @@ import { mkdirSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { BaseDriver } from './base.js';
 import {
-  checkDirPath,
-  childPath,
-  pathSortKey,
-  checkPath,
   InvalidOffsetError,
   PathNotFoundError,
   StorageError,
   UnsupportedMethodError,
   type FileInfo,
   type FileWriter,
-  type RedirectRequest,
-  type StorageDriver,
-  type WalkFn,
-  type WalkOptions,
   readEnd,
   chunksOf,
 } from './driver.js';
@@ -54,13 +47,14 @@ function toStorageError(err: unknown, path: string, missing = MISSING): StorageE
 }
 
 
-export class FilesystemDriver implements StorageDriver {
+export class FilesystemDriver extends BaseDriver {
   readonly name = NAME;
   private readonly root: string;
   private readonly settleMs: number;
 
   /** settleMs: childrenVersion's margin (default SETTLE_MS); tests shorten it */
   constructor(options: { rootdirectory: string; settleMs?: number }) {
+    super();
     this.root = options.rootdirectory;
     this.settleMs = options.settleMs ?? SETTLE_MS;
     // The root always exists, so list('/') and walk('/') of a new registry see an empty tree.
@@ -71,8 +65,7 @@ export class FilesystemDriver implements StorageDriver {
     return join(this.root, path);
   }
 
-  async getContent(path: string): Promise<Buffer> {
-    checkPath(path, NAME);
+  protected async _getContent(path: string): Promise<Buffer> {
     try {
       return await readFile(this.local(path));
     } catch (err) {
@@ -80,8 +73,7 @@ export class FilesystemDriver implements StorageDriver {
     }
   }
 
-  async putContent(path: string, data: Buffer): Promise<void> {
-    checkPath(path, NAME);
+  protected async _putContent(path: string, data: Buffer): Promise<void> {
     const file = this.local(path);
     const temp = join(dirname(file), `.${basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
     try {
@@ -100,8 +92,7 @@ export class FilesystemDriver implements StorageDriver {
     }
   }
 
-  async reader(path: string, offset = 0, length?: number): Promise<Readable> {
-    checkPath(path, NAME);
+  protected async _reader(path: string, offset: number, length: number | undefined): Promise<Readable> {
     let fh: FileHandle;
     try {
       fh = await open(this.local(path), 'r');
@@ -112,9 +103,7 @@ export class FilesystemDriver implements StorageDriver {
       // stat the open handle: it is the file we will stream, even if the path is replaced meanwhile
       const st = await fh.stat();
       if (st.isDirectory()) throw new PathNotFoundError(path, NAME);
-      if (!Number.isSafeInteger(offset) || offset < 0 || offset > st.size) {
-        throw new InvalidOffsetError(path, offset, NAME);
-      }
+      if (offset > st.size) throw new InvalidOffsetError(path, offset, NAME);
       return new FileReadStream(fh, offset, readEnd(offset, length, st.size), READ_CHUNK); // closes the handle at end or destroy
     } catch (err) {
       await fh.close();
@@ -122,8 +111,7 @@ export class FilesystemDriver implements StorageDriver {
     }
   }
 
-  async writer(path: string, append: boolean): Promise<FileWriter> {
-    checkPath(path, NAME);
+  protected async _writer(path: string, append: boolean): Promise<FileWriter> {
     const file = this.local(path);
     try {
       await mkdir(dirname(file), { recursive: true });
@@ -140,8 +128,7 @@ export class FilesystemDriver implements StorageDriver {
     }
   }
 
-  async stat(path: string): Promise<FileInfo> {
-    checkDirPath(path, NAME);
+  protected async _stat(path: string): Promise<FileInfo> {
     try {
       const st = await stat(this.local(path));
       const isDir = st.isDirectory();
@@ -151,21 +138,11 @@ export class FilesystemDriver implements StorageDriver {
     }
   }
 
-  async list(path: string): Promise<string[]> {
-    return (await this.listNames(path)).map((name) => childPath(path, name));
-  }
-
-  async listNames(path: string): Promise<string[]> {
-    checkDirPath(path, NAME);
-    return this.childNames(path);
-  }
-
   /**
    * dev, inode and mtime of the directory, handed out only once its last change is older than
    * settleMs: the later of mtime and ctime (which nothing can set back, unlike mtime)
    */
-  async childrenVersion(path: string): Promise<string | undefined> {
-    checkDirPath(path, NAME);
+  protected async _childrenVersion(path: string): Promise<string | undefined> {
     const now = Date.now(); // before the stat: a change after it gets a later mtime
     let st;
     try {
@@ -180,7 +157,7 @@ export class FilesystemDriver implements StorageDriver {
   }
 
   /** sorted names of the entries in a directory, without our temp files */
-  private async childNames(path: string): Promise<string[]> {
+  protected async _listNames(path: string): Promise<string[]> {
     try {
       const names = await readdir(this.local(path));
       // temp files start with '.'; testing the first character spares the regex for the rest
@@ -190,11 +167,9 @@ export class FilesystemDriver implements StorageDriver {
     }
   }
 
-  async move(src: string, dst: string): Promise<void> {
-    checkPath(src, NAME);
-    checkPath(dst, NAME);
+  protected async _move(src: string, dst: string): Promise<void> {
     // stat first so a missing src does not leave dst's parent directories behind
-    await this.stat(src);
+    await this._stat(src);
     const target = this.local(dst);
     try {
       await mkdir(dirname(target), { recursive: true });
@@ -204,60 +179,12 @@ export class FilesystemDriver implements StorageDriver {
     }
   }
 
-  async delete(path: string): Promise<void> {
-    checkPath(path, NAME);
+  protected async _delete(path: string): Promise<void> {
     try {
       await rm(this.local(path), { recursive: true }); // without force: ENOENT when missing
     } catch (err) {
       throw toStorageError(err, path);
     }
-  }
-
-  async redirectURL(_req: RedirectRequest, path: string): Promise<string | undefined> {
-    checkPath(path, NAME);
-    return undefined;
-  }
-
-  async walk(path: string, fn: WalkFn, options: WalkOptions = {}): Promise<void> {
-    checkDirPath(path, NAME);
-    const names = await this.childNames(path); // a missing start directory is an error
-    await this.walkChildren(path, names, fn, options.startAfter);
-  }
-
-  /** Returns false when fn asked to stop. */
-  private async walkDir(dir: string, fn: WalkFn, startAfter?: string): Promise<boolean> {
-    let names: string[];
-    try {
-      names = await this.childNames(dir);
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return true; // deleted during the walk (by fn, say)
-      throw err;
-    }
-    return this.walkChildren(dir, names, fn, startAfter);
-  }
-
-  private async walkChildren(dir: string, names: string[], fn: WalkFn, startAfter?: string): Promise<boolean> {
-    for (const name of names) {
-      const child = childPath(dir, name);
-      if (startAfter !== undefined && pathSortKey(child) <= pathSortKey(startAfter)) {
-        // not visited; its subtree lies before the hint unless the hint is the child or inside it
-        if (child === startAfter || startAfter.startsWith(`${child}/`)) {
-          if (!(await this.walkDir(child, fn, startAfter))) return false;
-        }
-        continue;
-      }
-      let info: FileInfo;
-      try {
-        info = await this.stat(child);
-      } catch (err) {
-        if (err instanceof PathNotFoundError) continue; // deleted since the listing
-        throw err;
-      }
-      const control = await fn(info);
-      if (control === 'stop') return false;
-      if (info.isDir && control !== 'skip' && !(await this.walkDir(child, fn, startAfter))) return false;
-    }
-    return true;
   }
 }
 

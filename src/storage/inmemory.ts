@@ -3,21 +3,14 @@
  * while something lies below them, as in an object store.
  */
 import { Readable } from 'node:stream';
+import { BaseDriver } from './base.js';
 import {
-  checkDirPath,
-  childPath,
-  pathSortKey,
-  checkPath,
   InvalidOffsetError,
   PathNotFoundError,
   StorageError,
   UnsupportedMethodError,
   type FileInfo,
   type FileWriter,
-  type RedirectRequest,
-  type StorageDriver,
-  type WalkFn,
-  type WalkOptions,
   readEnd,
   chunksOf,
 } from './driver.js';
@@ -76,7 +69,7 @@ async function* chunksFrom(chunks: Buffer[], offset: number, end: number): Async
   }
 }
 
-export class InMemoryDriver implements StorageDriver {
+export class InMemoryDriver extends BaseDriver {
   readonly name = NAME;
   private readonly root = new MemDir();
 
@@ -126,30 +119,24 @@ export class InMemoryDriver implements StorageDriver {
     }
   }
 
-  async getContent(path: string): Promise<Buffer> {
-    checkPath(path, NAME);
+  protected async _getContent(path: string): Promise<Buffer> {
     return Buffer.concat(this.file(path).chunks); // always a copy
   }
 
-  async putContent(path: string, data: Buffer): Promise<void> {
-    checkPath(path, NAME);
+  protected async _putContent(path: string, data: Buffer): Promise<void> {
     const file = new MemFile();
     file.append(data);
     this.place(path, file); // swapping in a finished node is what makes it atomic
   }
 
-  async reader(path: string, offset = 0, length?: number): Promise<Readable> {
-    checkPath(path, NAME);
+  protected async _reader(path: string, offset: number, length: number | undefined): Promise<Readable> {
     const file = this.file(path);
-    if (!Number.isSafeInteger(offset) || offset < 0 || offset > file.size) {
-      throw new InvalidOffsetError(path, offset, NAME);
-    }
+    if (offset > file.size) throw new InvalidOffsetError(path, offset, NAME);
     // chunks are never changed once appended, so a copy of the list is a consistent snapshot
     return Readable.from(chunksFrom([...file.chunks], offset, readEnd(offset, length, file.size)), { objectMode: false });
   }
 
-  async writer(path: string, append: boolean): Promise<FileWriter> {
-    checkPath(path, NAME);
+  protected async _writer(path: string, append: boolean): Promise<FileWriter> {
     let file = append ? this.lookup(path) : undefined;
     if (!(file instanceof MemFile)) this.place(path, (file = new MemFile()));
     return new MemWriter(file, path, () => {
@@ -157,33 +144,24 @@ export class InMemoryDriver implements StorageDriver {
     });
   }
 
-  async stat(path: string): Promise<FileInfo> {
-    checkDirPath(path, NAME);
+  protected async _stat(path: string): Promise<FileInfo> {
     const node = this.lookup(path);
     if (node === undefined) throw new PathNotFoundError(path, NAME);
     const isDir = node instanceof MemDir;
     return { path, size: isDir ? 0 : node.size, modTime: node.modTime, isDir };
   }
 
-  async list(path: string): Promise<string[]> {
-    return (await this.listNames(path)).map((name) => childPath(path, name));
-  }
-
-  async listNames(path: string): Promise<string[]> {
-    checkDirPath(path, NAME);
+  protected async _listNames(path: string): Promise<string[]> {
     return [...this.dir(path).children.keys()].sort();
   }
 
   /** exact: the directory's identity and its count of added and removed children */
-  async childrenVersion(path: string): Promise<string | undefined> {
-    checkDirPath(path, NAME);
+  protected async _childrenVersion(path: string): Promise<string | undefined> {
     const dir = this.dir(path);
     return `${dir.id}:${dir.changes}`;
   }
 
-  async move(src: string, dst: string): Promise<void> {
-    checkPath(src, NAME);
-    checkPath(dst, NAME);
+  protected async _move(src: string, dst: string): Promise<void> {
     const node = this.lookup(src);
     if (node === undefined) throw new PathNotFoundError(src, NAME);
     if (src === dst) return;
@@ -191,40 +169,9 @@ export class InMemoryDriver implements StorageDriver {
     this.remove(src);
   }
 
-  async delete(path: string): Promise<void> {
-    checkPath(path, NAME);
+  protected async _delete(path: string): Promise<void> {
     if (this.lookup(path) === undefined) throw new PathNotFoundError(path, NAME);
     this.remove(path);
-  }
-
-  async redirectURL(_req: RedirectRequest, path: string): Promise<string | undefined> {
-    checkPath(path, NAME);
-    return undefined;
-  }
-
-  async walk(path: string, fn: WalkFn, options: WalkOptions = {}): Promise<void> {
-    checkDirPath(path, NAME);
-    await this.walkDir(path, this.dir(path), fn, options.startAfter);
-  }
-
-  /** Returns false when fn asked to stop. */
-  private async walkDir(path: string, dir: MemDir, fn: WalkFn, startAfter?: string): Promise<boolean> {
-    for (const name of [...dir.children.keys()].sort()) {
-      const child = childPath(path, name);
-      const node = dir.children.get(name);
-      if (node === undefined) continue; // deleted by fn during the walk
-      if (startAfter !== undefined && pathSortKey(child) <= pathSortKey(startAfter)) {
-        // not visited; its subtree lies before the hint unless the hint is the child or inside it
-        const holdsHint = child === startAfter || startAfter.startsWith(`${child}/`);
-        if (holdsHint && node instanceof MemDir && !(await this.walkDir(child, node, fn, startAfter))) return false;
-        continue;
-      }
-      const isDir = node instanceof MemDir;
-      const control = await fn({ path: child, size: isDir ? 0 : node.size, modTime: node.modTime, isDir });
-      if (control === 'stop') return false;
-      if (isDir && control !== 'skip' && !(await this.walkDir(child, node, fn, startAfter))) return false;
-    }
-    return true;
   }
 }
 

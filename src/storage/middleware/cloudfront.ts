@@ -16,29 +16,47 @@ import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { getSignedUrl } from '@aws-sdk/cloudfront-signer';
 import type { Logger } from 'pino';
-import { ConfigError } from '../../config/load.js';
-import type { Config } from '../../config/schema.js';
-import type { FileInfo, FileWriter, RedirectRequest, StorageDriver, WalkFn, WalkOptions } from '../driver.js';
-import { checkPath } from '../driver.js';
+import type { Scheduler } from '../../scheduler/scheduler.js';
+import { checkPath, StorageOptionError, type RedirectRequest, type StorageDriver } from '../driver.js';
+import { ForwardingDriver } from '../forwarding.js';
 
-export type CloudFrontOptions = Config['middleware']['storage'][number]['options'];
+const NAME = 'cloudfront';
 
-/** reads and checks the signing key; every problem is a ConfigError naming the option */
-export function loadSigningKey(file: string, key: string): { pem: string; keyObject: KeyObject } {
+/** middleware.storage[].options of the cloudfront middleware (spec 2.10), defaults filled in */
+export interface CloudFrontOptions {
+  /** the distribution's URL, e.g. "https://d111111abcdef8.cloudfront.net/" */
+  baseurl: string;
+  /** path of the PEM file holding the RSA private key */
+  privatekey: string;
+  keypairid: string;
+  /** milliseconds a signed URL stays valid */
+  duration: number;
+  ipfilteredby: 'none' | 'aws' | 'awsregion';
+  /** comma-separated regions, with ipfilteredby: awsregion */
+  awsregion?: string;
+  /** milliseconds between reloads of the IP ranges */
+  updatefrequency: number;
+  /** http(s) URL, file:// URL or local path of AWS's ip-ranges.json */
+  iprangesurl: string;
+}
+
+/** reads and checks the signing key; every problem is a StorageOptionError naming `privatekey` */
+export function loadSigningKey(file: string): { pem: string; keyObject: KeyObject } {
+  const problem = (text: string) => new StorageOptionError('privatekey', text, NAME);
   let pem: string;
   try {
     pem = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError([`${key}.privatekey: cannot read ${file}: ${(err as Error).message}`], 'middleware.storage');
+    throw problem(`cannot read ${file}: ${(err as Error).message}`);
   }
   let keyObject: KeyObject;
   try {
     keyObject = createPrivateKey(pem);
   } catch (err) {
-    throw new ConfigError([`${key}.privatekey: ${file} is not a PEM private key: ${(err as Error).message}`], 'middleware.storage');
+    throw problem(`${file} is not a PEM private key: ${(err as Error).message}`);
   }
   if (keyObject.asymmetricKeyType !== 'rsa') {
-    throw new ConfigError([`${key}.privatekey: ${file} holds a ${keyObject.asymmetricKeyType} key; CloudFront signs with RSA keys only`], 'middleware.storage');
+    throw problem(`${file} holds a ${keyObject.asymmetricKeyType} key; CloudFront signs with RSA keys only`);
   }
   // the signer wants PKCS#1 or PKCS#8 PEM text: hand it a normalized PKCS#1 export
   return { pem: keyObject.export({ type: 'pkcs1', format: 'pem' }).toString(), keyObject };
@@ -68,37 +86,44 @@ export function parseIPRanges(data: IPRangesFile, regions?: Set<string>): { list
   return { list, count };
 }
 
-export class CloudFrontMiddleware implements StorageDriver {
-  readonly name: string;
+/**
+ * Overrides redirectURL; everything else goes to the wrapped driver. The IP ranges are reloaded by
+ * a task on the app's Scheduler, stopped by close().
+ */
+export class CloudFrontMiddleware extends ForwardingDriver {
   private readonly baseURL: string;
   private readonly pem: string;
   private ranges: BlockList | undefined;
   private rangesLoaded: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private stopRefresh: (() => void) | undefined;
   private readonly logger: Logger | undefined;
 
   constructor(
-    private readonly inner: StorageDriver,
+    inner: StorageDriver,
     private readonly options: CloudFrontOptions,
-    context: { logger?: Logger; key?: string } = {},
+    context: { scheduler: Pick<Scheduler, 'every'>; logger?: Logger },
   ) {
-    this.name = inner.name;
+    super(inner);
     this.baseURL = options.baseurl.replace(/\/+$/, '');
-    this.pem = loadSigningKey(options.privatekey, context.key ?? 'middleware.storage.0.options').pem;
+    this.pem = loadSigningKey(options.privatekey).pem;
     this.logger = context.logger;
     if (options.ipfilteredby !== 'none') {
       this.rangesLoaded = this.loadRanges();
-      this.timer = setInterval(() => void this.loadRanges(), options.updatefrequency);
-      this.timer.unref();
+      this.stopRefresh = context.scheduler.every({
+        name: 'cloudfront IP-range refresh',
+        interval: options.updatefrequency,
+        run: (signal) => this.loadRanges(signal),
+      });
     }
   }
 
-  private async loadRanges(): Promise<void> {
+  private async loadRanges(signal?: AbortSignal): Promise<void> {
     const source = this.options.iprangesurl;
     try {
       let text: string;
       if (/^https?:\/\//.test(source)) {
-        const res = await fetch(source, { signal: AbortSignal.timeout(30_000) });
+        const timeout = AbortSignal.timeout(30_000);
+        const res = await fetch(source, { signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
         if (!res.ok) throw new Error(`HTTP ${res.status}`);
         text = await res.text();
       } else {
@@ -128,8 +153,8 @@ export class CloudFrontMiddleware implements StorageDriver {
     return false;
   }
 
-  async redirectURL(req: RedirectRequest, path: string): Promise<string | undefined> {
-    checkPath(path, this.inner.name);
+  override async redirectURL(req: RedirectRequest, path: string): Promise<string | undefined> {
+    checkPath(path, this.name); // the CDN URL is made here, without the inner driver
     if (await this.inAWS(req.clientIP)) return this.inner.redirectURL(req, path);
     return getSignedUrl({
       url: this.baseURL + path,
@@ -139,44 +164,8 @@ export class CloudFrontMiddleware implements StorageDriver {
     });
   }
 
-  getContent(path: string): Promise<Buffer> {
-    return this.inner.getContent(path);
-  }
-  putContent(path: string, data: Buffer): Promise<void> {
-    return this.inner.putContent(path, data);
-  }
-  reader(path: string, offset?: number, length?: number) {
-    return this.inner.reader(path, offset, length);
-  }
-  writer(path: string, append: boolean): Promise<FileWriter> {
-    return this.inner.writer(path, append);
-  }
-  stat(path: string): Promise<FileInfo> {
-    return this.inner.stat(path);
-  }
-  list(path: string): Promise<string[]> {
-    return this.inner.list(path);
-  }
-  listNames(path: string): Promise<string[]> {
-    return this.inner.listNames(path);
-  }
-  childrenVersion(path: string): Promise<string | undefined> {
-    return this.inner.childrenVersion(path);
-  }
-  move(src: string, dst: string): Promise<void> {
-    return this.inner.move(src, dst);
-  }
-  delete(path: string): Promise<void> {
-    return this.inner.delete(path);
-  }
-  walk(path: string, fn: WalkFn, options?: WalkOptions): Promise<void> {
-    return this.inner.walk(path, fn, options);
-  }
-  async ready(): Promise<void> {
-    await this.inner.ready?.();
-  }
-  async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.inner.close?.();
+  override async close(): Promise<void> {
+    this.stopRefresh?.();
+    await super.close();
   }
 }

@@ -1,0 +1,57 @@
+/**
+ * The base of wrappers around a driver (the metrics wrapper, storage middleware): every method
+ * forwards to the inner driver, so a wrapper overrides only what it changes. The inner driver
+ * checks the paths.
+ */
+import type { Readable } from 'node:stream';
+import type { FileInfo, FileWriter, RedirectRequest, StorageDriver, WalkFn, WalkOptions } from './driver.js';
+
+export class ForwardingDriver implements StorageDriver {
+  constructor(protected readonly inner: StorageDriver) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+  getContent(path: string): Promise<Buffer> {
+    return this.inner.getContent(path);
+  }
+  putContent(path: string, data: Buffer): Promise<void> {
+    return this.inner.putContent(path, data);
+  }
+  reader(path: string, offset?: number, length?: number): Promise<Readable> {
+    return this.inner.reader(path, offset, length);
+  }
+  writer(path: string, append: boolean): Promise<FileWriter> {
+    return this.inner.writer(path, append);
+  }
+  stat(path: string): Promise<FileInfo> {
+    return this.inner.stat(path);
+  }
+  list(path: string): Promise<string[]> {
+    return this.inner.list(path);
+  }
+  listNames(path: string): Promise<string[]> {
+    return this.inner.listNames(path);
+  }
+  childrenVersion(path: string): Promise<string | undefined> {
+    return this.inner.childrenVersion(path);
+  }
+  move(src: string, dst: string): Promise<void> {
+    return this.inner.move(src, dst);
+  }
+  delete(path: string): Promise<void> {
+    return this.inner.delete(path);
+  }
+  redirectURL(req: RedirectRequest, path: string): Promise<string | undefined> {
+    return this.inner.redirectURL(req, path);
+  }
+  walk(path: string, fn: WalkFn, options?: WalkOptions): Promise<void> {
+    return this.inner.walk(path, fn, options);
+  }
+  async ready(): Promise<void> {
+    await this.inner.ready?.();
+  }
+  async close(): Promise<void> {
+    await this.inner.close?.();
+  }
+}
