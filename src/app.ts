@@ -28,8 +28,10 @@ import { Catalog } from './registry/catalog.js';
 import { TagStore } from './registry/tags.js';
 import { ManifestStore } from './registry/manifest-store.js';
 import type { LayerURLPolicy } from './registry/manifests/index.js';
-import { purgeUploads } from './registry/purge.js';
+import { uploadPurgeTask } from './registry/purge.js';
 import { UploadSessions } from './registry/uploads.js';
+import type { Clock } from './scheduler/clock.js';
+import { Scheduler } from './scheduler/scheduler.js';
 import type { StorageDriver } from './storage/driver.js';
 import { FilesystemDriver } from './storage/filesystem.js';
 import { InMemoryDriver } from './storage/inmemory.js';
@@ -74,8 +76,9 @@ export async function applyStorageMiddleware(driver: StorageDriver, config: Conf
   );
 }
 
-export async function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver } = {}): Promise<App> {
+export async function createApp(config: Config, options: { logger?: Logger; driver?: StorageDriver; clock?: Clock } = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.log);
+  const scheduler = new Scheduler(logger, options.clock);
   const metrics = config.http.debug?.prometheus.enabled ? new (await import('./debug/prometheus.js')).Metrics() : undefined;
   const baseDriver = options.driver ?? (await applyStorageMiddleware(await createDriver(config.storage, logger), config, logger));
   const driver = metrics ? new (await import('./debug/instrumented-driver.js')).InstrumentedDriver(baseDriver, metrics) : baseDriver;
@@ -106,7 +109,8 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
     logger,
     tls,
   );
-  const stopPurging = schedulePurging(config, driver, logger);
+  const purging = config.storage.maintenance.uploadpurging;
+  if (purging.enabled && !config.storage.maintenance.readonly.enabled) scheduler.every(uploadPurgeTask(driver, purging, logger, scheduler.clock));
 
   let debugServer: DebugServer | undefined;
 
@@ -140,7 +144,7 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
       return url;
     },
     async close(graceMs = config.http.draintimeout) {
-      stopPurging();
+      await scheduler.close();
       // Node closes idle keep-alive connections only once, when close() starts: sweep again as
       // responses finish, so a connection that just became idle does not hold the shutdown
       // (an HTTP/2 server has neither method: its sessions end with server.close())
@@ -205,27 +209,4 @@ export function parseAddr(addr: string): { host: string; port: number } {
 function randomSecret(logger: Logger): string {
   logger.warn('http.secret is not set: a random one is used, so upload URLs are valid for this process only; several instances behind one load balancer need one shared http.secret');
   return randomBytes(32).toString('base64url');
-}
-
-function schedulePurging(config: Config, driver: StorageDriver, logger: Logger): () => void {
-  const { enabled, age, interval, dryrun } = config.storage.maintenance.uploadpurging;
-  if (!enabled || config.storage.maintenance.readonly.enabled) return () => {};
-  const run = async () => {
-    try {
-      const result = await purgeUploads(driver, new Date(Date.now() - age), dryrun);
-      if (result.purged.length > 0 || result.errors.length > 0) {
-        logger.info({ purged: result.purged.length, errors: result.errors, dryRun: dryrun }, 'purged old uploads');
-      }
-    } catch (err) {
-      logger.error({ err }, 'upload purge failed');
-    }
-  };
-  const timer = setInterval(run, interval);
-  timer.unref();
-  const first = setTimeout(run, Math.min(interval, 60_000));
-  first.unref();
-  return () => {
-    clearInterval(timer);
-    clearTimeout(first);
-  };
 }
