@@ -91,7 +91,7 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
   const authModules = config.ratelimit && config.redis ? { RedisRateLimiter: (await import('./auth/ratelimit-redis.js')).RedisRateLimiter } : {};
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
   // start-up with the same kind of message as a bad key
-  const { auth, tls } = atStartup(() => ({ auth: createAuth(config, logger, authModules), tls: config.http.tls ? readTLS(config.http.tls) : undefined }));
+  const { auth, tls } = atStartup(() => ({ auth: createAuth(config, logger, authModules, scheduler.clock), tls: config.http.tls ? readTLS(config.http.tls) : undefined }));
   const server = buildServer(
     {
       config,

@@ -3,8 +3,8 @@
  * kinds (MD5 `$apr1$`, `{SHA}`, crypt, plain text) are refused: at start-up with the line number,
  * on a later reload by keeping the last good version and logging why.
  *
- * The file is re-read when its modification time or size changes (checked at most once a second,
- * on use). A login for an unknown user runs bcrypt against a dummy hash of the same cost, so a
+ * The file is re-read when its modification time or size changes (checked at most once a second
+ * by the injected clock, on use: an idle registry stats nothing). A login for an unknown user runs bcrypt against a dummy hash of the same cost, so a
  * failed login takes the same time whether or not the user exists.
  *
  * Successful logins are remembered for CACHE_MS (keyed by an HMAC of user and password under a
@@ -15,9 +15,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import bcrypt from 'bcryptjs';
+import { systemClock, type Clock } from '../scheduler/clock.js';
 
 const CACHE_MS = 60_000;
 const CACHE_ENTRIES = 1000;
+const CHECK_EVERY_MS = 1000;
 /** names with a meaning in auth.access: no htpasswd user may have them */
 const RESERVED = new Set(['anonymous', '*']);
 
@@ -47,6 +49,7 @@ export class Htpasswd {
   constructor(
     readonly path: string,
     private readonly onReloadError: (err: Error) => void = () => {},
+    private readonly clock: Clock = systemClock,
   ) {
     this.loaded = load(path);
   }
@@ -66,7 +69,7 @@ export class Htpasswd {
     this.maybeReload();
     const loaded = this.loaded;
     const key = createHmac('sha256', this.cacheKey).update(user).update('\0').update(password).digest('base64');
-    const now = Date.now();
+    const now = this.clock.now();
     const until = this.cache.get(key);
     if (until !== undefined && until > now) return true;
     const hash = loaded.users.get(user);
@@ -81,8 +84,8 @@ export class Htpasswd {
   }
 
   private maybeReload(): void {
-    const now = Date.now();
-    if (now - this.checkedAt < 1000) return;
+    const now = this.clock.now();
+    if (now - this.checkedAt < CHECK_EVERY_MS) return;
     this.checkedAt = now;
     try {
       const info = statSync(this.path);

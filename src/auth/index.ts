@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Route } from '../http/routes.js';
 import { RegistryError } from '../registry/errors.js';
+import { systemClock, type Clock } from '../scheduler/clock.js';
 import { CATALOG_ACCESS, formatScope, requiredAccess, toScopes, type AccessRequest, type Grant } from './access.js';
 import { Htpasswd } from './htpasswd.js';
 import { parseBasic, readSigningKey, TokenIssuer } from './issuer.js';
@@ -54,11 +55,11 @@ export interface OptionalAuthModules {
   RedisRateLimiter?: typeof RedisRateLimiter;
 }
 
-export function createAuth(config: Config, logger: Logger, modules: OptionalAuthModules = {}): Auth {
+export function createAuth(config: Config, logger: Logger, modules: OptionalAuthModules = {}, clock: Clock = systemClock): Auth {
   const auth = config.auth;
   const policy = new AccessPolicy(auth?.access);
   const htpasswd = auth?.htpasswd
-    ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file not reloaded: the previous version stays in use'))
+    ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file not reloaded: the previous version stays in use'), clock)
     : undefined;
   let issuer: TokenIssuer | undefined;
   let authorize: Auth['authorize'];
