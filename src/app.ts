@@ -82,7 +82,7 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
   const metrics = config.http.debug?.prometheus.enabled ? new (await import('./debug/prometheus.js')).Metrics() : undefined;
   const baseDriver = options.driver ?? (await applyStorageMiddleware(await createDriver(config.storage, logger), config, logger));
   const driver = metrics ? new (await import('./debug/instrumented-driver.js')).InstrumentedDriver(baseDriver, metrics) : baseDriver;
-  const notifier = new Notifier(config.notifications, logger);
+  const notifier = new Notifier(config.notifications, logger, { clock: scheduler.clock });
   metrics?.watchNotifications(notifier);
   const blobs = new BlobStore(driver);
   const uploads = new UploadSessions(driver, blobs);
