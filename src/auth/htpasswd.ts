@@ -3,9 +3,10 @@
  * kinds (MD5 `$apr1$`, `{SHA}`, crypt, plain text) are refused: at start-up with the line number,
  * on a later reload by keeping the last good version and logging why.
  *
- * The file is re-read when its modification time or size changes (checked at most once a second
- * by the injected clock, on use: an idle registry stats nothing). A login for an unknown user runs bcrypt against a dummy hash of the same cost, so a
- * failed login takes the same time whether or not the user exists.
+ * The file is re-read when its modification time or size changes, checked on use at most once a
+ * second of the injected clock (an idle registry stats nothing; tests advance a ManualClock). A
+ * login for an unknown user runs bcrypt against a dummy hash of the same cost, so a failed login
+ * takes the same time whether or not the user exists.
  *
  * Successful logins are remembered for CACHE_MS (keyed by an HMAC of user and password under a
  * per-process random key, so the cache holds no password), because clients send the credentials
@@ -41,7 +42,7 @@ interface Loaded {
 
 export class Htpasswd {
   private loaded: Loaded;
-  private checkedAt = 0;
+  private checkedAt: number;
   private readonly cache = new Map<string, number>();
   private readonly cacheKey = randomBytes(32);
 
@@ -52,6 +53,7 @@ export class Htpasswd {
     private readonly clock: Clock = systemClock,
   ) {
     this.loaded = load(path);
+    this.checkedAt = clock.now();
   }
 
   /** the user is in the file (its current version) */
