@@ -30,7 +30,7 @@ import { Catalog } from './registry/catalog.js';
 import { TagStore } from './registry/tags.js';
 import { ManifestStore } from './registry/manifest-store.js';
 import type { LayerURLPolicy } from './registry/manifests/index.js';
-import { purgeUploads } from './registry/purge.js';
+import { uploadPurgeTask } from './registry/purge.js';
 import { UploadSessions } from './registry/uploads.js';
 import type { Clock } from './scheduler/clock.js';
 import { Scheduler } from './scheduler/scheduler.js';
@@ -77,7 +77,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   }
   const configured = enabled.find((parts) => parts.driver)?.driver ?? builtInDriver(config.storage);
   const driver = enabled.reduce<StorageDriver>((inner, parts) => parts.wrapDriver?.(inner) ?? inner, options.driver ?? configured);
-  const notifier = new Notifier(config.notifications, logger);
+  const notifier = new Notifier(config.notifications, logger, { clock: scheduler.clock });
   const running: Running = { driver, notifier, logger };
   for (const parts of enabled) parts.attach?.(running);
 
@@ -90,7 +90,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
   // start-up with the same kind of message as a bad key
   const { auth, tls } = await atStartup(async () => ({
-    auth: createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix }, logger, sharedLimiter),
+    auth: createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix }, { logger, clock: scheduler.clock, sharedLimiter }),
     tls: config.http.tls ? readTLS(config.http.tls) : undefined,
   }));
   const server = buildServer(
@@ -110,7 +110,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     logger,
     tls,
   );
-  schedulePurging(config, driver, logger, scheduler);
+  const purging = config.storage.maintenance.uploadpurging;
+  if (purging.enabled && !config.storage.maintenance.readonly.enabled) scheduler.every(uploadPurgeTask(driver, purging, logger, scheduler.clock));
 
   const app: App = {
     config,
@@ -215,20 +216,4 @@ function urlPolicy(config: Config): LayerURLPolicy {
 function randomSecret(logger: Logger): string {
   logger.warn('http.secret is not set: a random one is used, so upload URLs are valid for this process only; several instances behind one load balancer need one shared http.secret');
   return randomBytes(32).toString('base64url');
-}
-
-function schedulePurging(config: Config, driver: StorageDriver, logger: Logger, scheduler: Scheduler): void {
-  const { enabled, age, interval, dryrun } = config.storage.maintenance.uploadpurging;
-  if (!enabled || config.storage.maintenance.readonly.enabled) return;
-  const run = async () => {
-    try {
-      const result = await purgeUploads(driver, new Date(Date.now() - age), dryrun);
-      if (result.purged.length > 0 || result.errors.length > 0) {
-        logger.info({ purged: result.purged.length, errors: result.errors, dryRun: dryrun }, 'purged old uploads');
-      }
-    } catch (err) {
-      logger.error({ err }, 'upload purge failed');
-    }
-  };
-  scheduler.every({ name: 'upload purge', interval, firstDelay: Math.min(interval, 60_000), run });
 }

@@ -3,9 +3,10 @@
  * kinds (MD5 `$apr1$`, `{SHA}`, crypt, plain text) are refused: at start-up with the line number,
  * on a later reload by keeping the last good version and logging why.
  *
- * The file is re-read when its modification time or size changes (checked at most once a second,
- * on use). A login for an unknown user runs bcrypt against a dummy hash of the same cost, so a
- * failed login takes the same time whether or not the user exists.
+ * The file is re-read when its modification time or size changes, checked on use at most once a
+ * second of the injected clock (an idle registry stats nothing; tests advance a ManualClock). A
+ * login for an unknown user runs bcrypt against a dummy hash of the same cost, so a failed login
+ * takes the same time whether or not the user exists.
  *
  * Successful logins are remembered for CACHE_MS (keyed by an HMAC of user and password under a
  * per-process random key, so the cache holds no password), because clients send the credentials
@@ -15,9 +16,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import bcrypt from 'bcryptjs';
+import { systemClock, type Clock } from '../scheduler/clock.js';
 
 const CACHE_MS = 60_000;
 const CACHE_ENTRIES = 1000;
+const CHECK_EVERY_MS = 1000;
 /** names with a meaning in auth.access: no htpasswd user may have them */
 const RESERVED = new Set(['anonymous', '*']);
 
@@ -39,7 +42,7 @@ interface Loaded {
 
 export class Htpasswd {
   private loaded: Loaded;
-  private checkedAt = 0;
+  private checkedAt: number;
   private readonly cache = new Map<string, number>();
   private readonly cacheKey = randomBytes(32);
 
@@ -47,8 +50,10 @@ export class Htpasswd {
   constructor(
     readonly path: string,
     private readonly onReloadError: (err: Error) => void = () => {},
+    private readonly clock: Clock = systemClock,
   ) {
     this.loaded = load(path);
+    this.checkedAt = clock.now();
   }
 
   /** the user is in the file (its current version) */
@@ -66,7 +71,7 @@ export class Htpasswd {
     this.maybeReload();
     const loaded = this.loaded;
     const key = createHmac('sha256', this.cacheKey).update(user).update('\0').update(password).digest('base64');
-    const now = Date.now();
+    const now = this.clock.now();
     const until = this.cache.get(key);
     if (until !== undefined && until > now) return true;
     const hash = loaded.users.get(user);
@@ -81,8 +86,8 @@ export class Htpasswd {
   }
 
   private maybeReload(): void {
-    const now = Date.now();
-    if (now - this.checkedAt < 1000) return;
+    const now = this.clock.now();
+    if (now - this.checkedAt < CHECK_EVERY_MS) return;
     this.checkedAt = now;
     try {
       const info = statSync(this.path);

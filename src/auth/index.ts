@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import { RegistryError } from '../registry/errors.js';
+import { systemClock, type Clock } from '../scheduler/clock.js';
 import { CATALOG_ACCESS, formatScope, toScopes, type AccessRequest, type Grant } from './access.js';
 import { Htpasswd } from './htpasswd.js';
 import type { AuthOptions } from './options.js';
@@ -49,11 +50,19 @@ export interface Auth {
 /** token buckets kept elsewhere (Redis), shared by every instance; without it buckets are per process */
 export type SharedLimiter = (bucket: BucketOptions) => RateLimiter;
 
-export function createAuth(options: AuthOptions, logger: Logger, sharedLimiter?: SharedLimiter): Auth {
+export interface AuthContext {
+  logger: Logger;
+  /** "now" for the htpasswd reload check and its login cache (default: the system clock) */
+  clock?: Clock;
+  sharedLimiter?: SharedLimiter;
+}
+
+export function createAuth(options: AuthOptions, context: AuthContext): Auth {
+  const { logger, clock = systemClock } = context;
   const auth = options.auth;
   const policy = new AccessPolicy(auth?.access);
   const htpasswd = auth?.htpasswd
-    ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file not reloaded: the previous version stays in use'))
+    ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file not reloaded: the previous version stays in use'), clock)
     : undefined;
   let issuer: TokenIssuer | undefined;
   let authorize: Auth['authorize'];
@@ -131,7 +140,7 @@ export function createAuth(options: AuthOptions, logger: Logger, sharedLimiter?:
     authorize = async () => EVERYTHING;
   }
 
-  const limiter = createLimiter(options, sharedLimiter);
+  const limiter = createLimiter(options, context.sharedLimiter);
   return {
     authorize,
     issuer,

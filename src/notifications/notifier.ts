@@ -5,10 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
-import { Endpoint, type EndpointConfig, type EndpointMetrics } from './endpoint.js';
+import { systemClock, type Clock } from '../scheduler/clock.js';
+import { Endpoint } from './endpoint.js';
 import type { Event, EventInput, EventSink, SourceRecord } from './events.js';
 import { maskHeaders } from '../mask.js';
+import type { EndpointMetrics } from './metrics.js';
+import type { NotificationsOptions } from './options.js';
 
 /** what /debug/vars shows of an endpoint (spec 6.6) */
 export interface EndpointSnapshot {
@@ -29,10 +31,11 @@ export class Notifier implements EventSink {
   readonly includeReferences: boolean;
   private readonly source: SourceRecord;
 
+  /** `clock` times back-off, drain grace and drop warnings */
   constructor(
-    config: Config['notifications'],
+    config: NotificationsOptions,
     private readonly logger: Logger,
-    options: { instanceID?: string } = {},
+    options: { instanceID?: string; clock?: Clock } = {},
   ) {
     this.includeReferences = config.events.includereferences;
     this.source = { addr: hostname(), instanceID: options.instanceID ?? randomUUID() };
@@ -42,18 +45,7 @@ export class Notifier implements EventSink {
         logger.info({ endpoint: e.name, url: e.url }, `notification endpoint ${e.name} is disabled, skipping it`);
         continue;
       }
-      const endpointConfig: EndpointConfig = {
-        name: e.name,
-        url: e.url,
-        headers: e.headers,
-        timeout: e.timeout,
-        threshold: e.threshold,
-        backoff: e.backoff,
-        ignoredmediatypes: e.ignoredmediatypes,
-        ignore: e.ignore,
-        queuelimit: e.queuelimit,
-      };
-      this.endpoints.push(new Endpoint(endpointConfig, logger.child({ component: 'notifications' })));
+      this.endpoints.push(new Endpoint(e, logger.child({ component: 'notifications' }), options.clock ?? systemClock));
       logger.info(
         { endpoint: e.name, url: e.url, timeout: `${e.timeout}ms`, threshold: e.threshold, backoff: `${e.backoff}ms`, headers: maskHeaders(e.headers), queuelimit: e.queuelimit },
         `configured notification endpoint ${e.name} (${e.url}), timeout=${e.timeout}ms, headers=${JSON.stringify(maskHeaders(e.headers))}`,

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { validateConfig } from '../../src/config/load.js';
+import type { Clock } from '../../src/scheduler/clock.js';
 import { sharedCeph } from './ceph.js';
 
 export interface TestRegistry {
@@ -39,10 +40,11 @@ export function merge(base: Overrides, overrides: Overrides): Overrides {
  * driver 's3': the shared Ceph store of this test process (test/helpers/ceph.ts; callers stop it
  * with stopSharedCeph() in after()), one bucket, a fresh rootdirectory per registry unless
  * `s3` gives the parameters (a sibling on the same root). 'none': storage comes from `overrides`.
+ * `clock`: what the registry's background tasks run on (a ManualClock lets a test advance time).
  */
 export async function startBerth(
   overrides: Overrides = {},
-  options: { driver?: 'filesystem' | 'inmemory' | 's3' | 'none'; root?: string; s3?: Overrides } = {},
+  options: { driver?: 'filesystem' | 'inmemory' | 's3' | 'none'; root?: string; s3?: Overrides; clock?: Clock } = {},
 ): Promise<TestRegistry> {
   const driver = options.driver ?? 'filesystem';
   const root = driver === 'filesystem' ? (options.root ?? (await mkdtemp(join(tmpdir(), 'berth-test-')))) : undefined;
@@ -62,7 +64,7 @@ export async function startBerth(
   };
   const config = validateConfig(merge(base, overrides), 'test');
   const logger = pino({ level: process.env.BERTH_TEST_LOG ?? 'silent' });
-  const app = await createApp(config, { logger });
+  const app = await createApp(config, { logger, clock: options.clock });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     url,

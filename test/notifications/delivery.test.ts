@@ -10,6 +10,8 @@ import { pino, type Logger } from 'pino';
 import { validateConfig } from '../../src/config/load.js';
 import { EVENTS_MEDIA_TYPE, type EventInput } from '../../src/notifications/events.js';
 import { Notifier } from '../../src/notifications/notifier.js';
+import type { Clock } from '../../src/scheduler/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { freePort } from '../helpers/ports.js';
 import { eventually, startReceiver, type Receiver } from '../helpers/receiver.js';
 
@@ -25,9 +27,9 @@ function captureLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
   return { logger: pino({ level: 'info' }, sink), lines };
 }
 
-function notifierFor(endpoints: Record<string, unknown>[], logger: Logger, events: Record<string, unknown> = {}): Notifier {
+function notifierFor(endpoints: Record<string, unknown>[], logger: Logger, events: Record<string, unknown> = {}, clock?: Clock): Notifier {
   const config = validateConfig({ version: '0.1', storage: { inmemory: {} }, notifications: { endpoints, events } }, 'test');
-  return new Notifier(config.notifications, logger);
+  return new Notifier(config.notifications, logger, { clock });
 }
 
 let serial = 0;
@@ -243,16 +245,35 @@ describe('notification delivery', () => {
     const rx = await receiver((n) => ({ status: n < 2 ? 503 : 200 }));
     const deadPort = await freePort();
     const { logger, lines } = captureLogger();
+    // back-off and the drain grace run on this clock: the test advances it instead of waiting
+    const clock = new ManualClock();
     const notifier = notifierFor(
       [
         { name: 'recovering', url: rx.url, threshold: 1, backoff: '30ms' },
         { name: 'dead', url: `http://127.0.0.1:${deadPort}/`, threshold: 1, backoff: '30ms', timeout: '100ms' },
       ],
       logger,
+      {},
+      clock,
     );
     const events = [sampleEvent(), sampleEvent(), sampleEvent()];
     for (const e of events) notifier.emit(e);
-    await notifier.close(1000);
+    let closed = false;
+    const closing = notifier.close(1000).then(() => (closed = true));
+    // each back-off of the recovering endpoint is let through as it begins (30 ms of the grace each)
+    const backingOff = () => lines.filter((l) => l.endpoint === 'recovering' && /backing off/.test(String(l.msg))).length;
+    let advanced = 0;
+    while (rx.delivered().length < events.length) {
+      await eventually(() => rx.delivered().length === events.length || backingOff() > advanced, 5000, 'a delivery or a back-off');
+      if (backingOff() > advanced) {
+        advanced++;
+        await clock.advance(30);
+      }
+    }
+    assert.ok(!closed, 'delivered within the grace');
+    // the dead endpoint never drains: close() gives up when the grace is over
+    await clock.advance(1000);
+    await closing;
     assert.deepEqual(digestsOf(rx.delivered()).sort(), events.map((e) => e.target.digest).sort());
     const lost = lines.find((l) => l.endpoint === 'dead' && /not delivered within the drain timeout/.test(String(l.msg)));
     assert.ok(lost, 'the dead endpoint reports its lost events');
