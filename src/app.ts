@@ -82,8 +82,10 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
   const notifier = new Notifier(config.notifications, logger);
   metrics?.watchNotifications(notifier);
   const blobs = new BlobStore(driver);
-  const uploads = new UploadSessions(driver, blobs);
-  const manifests = new ManifestStore(driver, blobs, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
+  const purging = config.storage.maintenance.uploadpurging;
+  const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined });
+  const tags = new TagStore(driver);
+  const manifests = new ManifestStore(driver, blobs, tags, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
   const secret = config.http.secret ?? randomSecret(logger);
   const authModules = config.ratelimit && config.redis ? { RedisRateLimiter: (await import('./auth/ratelimit-redis.js')).RedisRateLimiter } : {};
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
@@ -95,7 +97,7 @@ export async function createApp(config: Config, options: { logger?: Logger; driv
       blobs,
       uploads,
       manifests,
-      tags: new TagStore(driver),
+      tags,
       catalog: new Catalog(driver),
       uploadState: new UploadStateSigner(secret),
       urls: new URLBuilder({ host: config.http.host, prefix: config.http.prefix ?? '/', relative: config.http.relativeurls }),

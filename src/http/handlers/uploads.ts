@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isDigest, parseVerifiableDigest, type Digest } from '../../registry/digest.js';
 import { RegistryError } from '../../registry/errors.js';
 import { isRepositoryName } from '../../registry/names.js';
-import { UploadRangeError, uploadUnknown, type ChunkRange, type UploadStatus } from '../../registry/uploads.js';
+import { UploadRangeError, type ChunkRange, type UploadStatus } from '../../registry/uploads.js';
 import { bodyStream, contentLength, queryValue, queryValues } from '../body.js';
 import type { Handler, Services } from '../context.js';
 import { blobEvent } from '../events.js';
@@ -102,16 +102,11 @@ export const deleteUpload: Handler<UploadRoute> = async (req, reply, route, serv
 };
 
 /**
- * The upload addressed by the URL: it must exist (404 BLOB_UPLOAD_UNKNOWN), not be older than the
- * purge age (purged on access), and carry a state token we signed for this repository and upload.
+ * The upload addressed by the URL: it must exist and not have expired (404 BLOB_UPLOAD_UNKNOWN),
+ * and carry a state token we signed for this repository and upload.
  */
 async function openUpload(req: FastifyRequest, route: UploadRoute, services: Services): Promise<UploadStatus> {
   const upload = await services.uploads.status(route.name, route.uuid);
-  const purging = services.config.storage.maintenance.uploadpurging;
-  if (purging.enabled && !purging.dryrun && Date.now() - upload.startedAt.getTime() > purging.age) {
-    await services.uploads.cancel(route.name, route.uuid);
-    throw uploadUnknown(route.uuid);
-  }
   const state = services.uploadState.unpack(queryValue(req, '_state'));
   if (!state || state.name !== route.name || state.uuid !== route.uuid) {
     throw new RegistryError('BLOB_UPLOAD_INVALID', 'the upload URL is missing its _state parameter or it was altered: use the Location header of the last response', {
