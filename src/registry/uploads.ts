@@ -7,13 +7,13 @@
  * ones nobody comes back to).
  */
 import { randomUUID, createHash, type Hash } from 'node:crypto';
+import { systemClock, type Clock } from '../scheduler/clock.js';
 import { PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
 import { hasherDigest, newHasher, parseVerifiableDigest, type Digest } from './digest.js';
 import { RegistryError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { systemClock, type Clock } from '../scheduler/clock.js';
 
 export interface UploadStatus {
   name: string;
