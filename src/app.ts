@@ -82,8 +82,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   for (const parts of enabled) parts.attach?.(running);
 
   const blobs = new BlobStore(driver);
-  const uploads = new UploadSessions(driver, blobs);
-  const manifests = new ManifestStore(driver, blobs, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
+  const purging = config.storage.maintenance.uploadpurging;
+  const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined });
+  const tags = new TagStore(driver);
+  const manifests = new ManifestStore(driver, blobs, tags, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
   const secret = config.http.secret ?? randomSecret(logger);
   const prefix = normalisePrefix(config.http.prefix);
   const sharedLimiter = enabled.find((parts) => parts.rateLimiter)?.rateLimiter;
@@ -99,7 +101,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       blobs,
       uploads,
       manifests,
-      tags: new TagStore(driver),
+      tags,
       catalog: new Catalog(driver),
       uploadState: new UploadStateSigner(secret),
       urls: new URLBuilder({ host: config.http.host, prefix, relative: config.http.relativeurls }),

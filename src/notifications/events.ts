@@ -2,18 +2,12 @@
  * Event records (spec 6.4) and the narrow interface through which the HTTP edge reports what
  * happened. Emitting never blocks and never fails the request that caused the event.
  */
+import { referencesOf, type ReferenceDescriptor } from '../registry/manifests/index.js';
 
 /** the media type of an envelope `{"events": [...]}` (spec 6.3) */
 export const EVENTS_MEDIA_TYPE = 'application/vnd.registry.distribution.events.v2+json';
 
 export type EventAction = 'push' | 'pull' | 'mount' | 'delete';
-
-/** a content descriptor as manifests embed it (for `events.includereferences`) */
-export interface ReferenceDescriptor {
-  mediaType?: string;
-  digest: string;
-  size?: number;
-}
 
 export interface EventTarget {
   mediaType?: string;
@@ -75,38 +69,10 @@ export interface EventSink {
 export const NO_EVENTS: EventSink = { emit() {}, active: false };
 
 /**
- * The descriptors a manifest references, read from its JSON without validating it (it was
- * validated when pushed): an index's or list's children, an image's config and layers, a
- * first-generation manifest's fsLayers. Unreadable content yields none.
+ * The descriptors a manifest references, as Distribution lists them in events: an index's or
+ * list's children, an image's config and layers (not its subject). Unreadable content yields none.
  */
 export function manifestReferences(content: Buffer): ReferenceDescriptor[] {
-  let body: unknown;
-  try {
-    body = JSON.parse(content.toString('utf8'));
-  } catch {
-    return [];
-  }
-  if (body === null || typeof body !== 'object') return [];
-  const doc = body as Record<string, unknown>;
-  const out: ReferenceDescriptor[] = [];
-  const add = (value: unknown) => {
-    if (value && typeof value === 'object' && typeof (value as { digest?: unknown }).digest === 'string') {
-      const d = value as { mediaType?: unknown; digest: string; size?: unknown };
-      out.push({
-        ...(typeof d.mediaType === 'string' ? { mediaType: d.mediaType } : {}),
-        digest: d.digest,
-        ...(typeof d.size === 'number' ? { size: d.size } : {}),
-      });
-    }
-  };
-  if (Array.isArray(doc.manifests)) doc.manifests.forEach(add);
-  add(doc.config);
-  if (Array.isArray(doc.layers)) doc.layers.forEach(add);
-  if (Array.isArray(doc.fsLayers)) {
-    for (const layer of doc.fsLayers) {
-      const sum = (layer as { blobSum?: unknown } | null)?.blobSum;
-      if (typeof sum === 'string') out.push({ mediaType: 'application/vnd.docker.container.image.rootfs.diff+x-gtar', digest: sum });
-    }
-  }
-  return out;
+  const { manifests, config, layers } = referencesOf(content);
+  return [...manifests, ...(config ? [config] : []), ...layers];
 }

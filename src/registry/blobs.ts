@@ -7,6 +7,7 @@ import { PathNotFoundError, unlessMissing, type RedirectRequest, type StorageDri
 import * as layout from './layout.js';
 import type { Digest } from './digest.js';
 import { RegistryError } from './errors.js';
+import { linksTo, writeLink } from './links.js';
 
 export interface BlobInfo {
   digest: Digest;
@@ -26,7 +27,7 @@ export class BlobStore {
 
   /** true when `name` links to the blob (its content need not be checked) */
   async isLinked(name: string, digest: Digest): Promise<boolean> {
-    return (await unlessMissing(this.driver.getContent(layout.layerLink(name, digest))))?.toString() === digest;
+    return linksTo(this.driver, layout.layerLink(name, digest), digest);
   }
 
   /** size of the stored content, whoever links to it; undefined when it is not stored */
@@ -49,7 +50,7 @@ export class BlobStore {
   }
 
   async link(name: string, digest: Digest): Promise<void> {
-    await this.driver.putContent(layout.layerLink(name, digest), layout.linkContent(digest));
+    await writeLink(this.driver, layout.layerLink(name, digest), digest);
   }
 
   /** removes `name`'s link (the content stays for other repositories and garbage collection) */

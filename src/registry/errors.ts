@@ -1,6 +1,8 @@
 /**
- * The registry's error vocabulary: the codes of spec section 7. The core throws RegistryError;
- * the HTTP edge (src/http/errors.ts) turns it into a status and the JSON body of section 2.8.
+ * The registry's error vocabulary: the codes of spec section 7 that berth sends (not
+ * MANIFEST_BLOB_UNKNOWN: spec 4.4 names BLOB_UNKNOWN for a manifest's missing blobs; see
+ * docs/decisions.md). The core throws RegistryError; the HTTP edge (src/http/errors.ts) turns it
+ * into a status and the JSON body of section 2.8.
  */
 
 export const ERROR_MESSAGES = {
@@ -8,7 +10,6 @@ export const ERROR_MESSAGES = {
   BLOB_UPLOAD_INVALID: 'blob upload invalid',
   BLOB_UPLOAD_UNKNOWN: 'blob upload unknown to registry',
   DIGEST_INVALID: 'provided digest did not match uploaded content',
-  MANIFEST_BLOB_UNKNOWN: 'blob unknown to registry',
   MANIFEST_INVALID: 'manifest invalid',
   MANIFEST_UNKNOWN: 'manifest unknown',
   MANIFEST_UNVERIFIED: 'manifest failed signature verification',

@@ -39,6 +39,14 @@ export function manifestsDir(name: string): string {
   return `${repository(name)}/${MANIFESTS_DIR_NAME}`;
 }
 
+/**
+ * berth's mark that keeps a repository whose manifests were all deleted (repositories.ts): object
+ * stores and the in-memory driver have no empty directories. Distribution ignores it.
+ */
+export function repositoryKeep(name: string): string {
+  return `${manifestsDir(name)}/berth.keep`;
+}
+
 export function manifestRevisionsDir(name: string): string {
   return `${manifestsDir(name)}/revisions/sha256`;
 }
@@ -81,11 +89,6 @@ export function uploadData(name: string, uuid: string): string {
 
 export function uploadStartedAt(name: string, uuid: string): string {
   return `${uploadDir(name, uuid)}/startedat`;
-}
-
-/** the content of a link file */
-export function linkContent(digest: Digest): Buffer {
-  return Buffer.from(digest);
 }
 
 /**

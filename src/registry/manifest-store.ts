@@ -1,15 +1,17 @@
 /**
  * Manifests of a repository: validated on PUT, stored content-addressed under blobs/ (as
- * Distribution does), made visible by a revision link, named by tags, indexed by subject.
+ * Distribution does), made visible by a revision link, named by tags (tags.ts), indexed by subject.
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import type { BlobStore } from './blobs.js';
 import { isDigest, sha256, type Digest } from './digest.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
-import { checkRepository } from './repositories.js';
+import { linksTo, writeLink } from './links.js';
+import { checkRepository, keepRepository } from './repositories.js';
+import type { TagStore } from './tags.js';
 import { detectMediaType } from './manifests/detect.js';
-import { checkLayerURLs, parseManifest, type Descriptor, type LayerURLPolicy, type ParsedManifest } from './manifests/index.js';
+import { checkLayerURLs, parseManifest, referencesOf, type Descriptor, type LayerURLPolicy, type ParsedManifest } from './manifests/index.js';
 
 /** a tag or a digest, as the URL gave it (already checked) */
 export type Reference = { tag: string } | { digest: Digest };
@@ -36,6 +38,7 @@ export class ManifestStore {
   constructor(
     private readonly driver: StorageDriver,
     private readonly blobs: BlobStore,
+    private readonly tags: TagStore,
     private readonly options: ManifestStoreOptions,
   ) {}
 
@@ -53,27 +56,31 @@ export class ManifestStore {
     }
     await this.storeContent(manifest.digest, manifest.payload);
     await this.driver.putContent(layout.manifestRevisionMeta(name, manifest.digest), Buffer.from(JSON.stringify(meta)));
-    await this.driver.putContent(layout.manifestRevisionLink(name, manifest.digest), layout.linkContent(manifest.digest));
+    await writeLink(this.driver, layout.manifestRevisionLink(name, manifest.digest), manifest.digest);
     if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
-    if ('tag' in reference) await this.tag(name, reference.tag, manifest.digest);
+    if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
     return manifest;
   }
 
   async get(name: string, reference: Reference): Promise<StoredManifest> {
-    const digest = 'tag' in reference ? await this.resolveTag(name, reference.tag) : reference.digest;
-    if (!(await this.hasRevision(name, digest))) throw await this.unknown(name, reference);
+    const digest = 'tag' in reference ? await this.tags.resolve(name, reference.tag) : reference.digest;
+    if (!digest || !(await this.hasRevision(name, digest))) throw await this.unknown(name, reference);
     const meta = await this.readMeta(name, digest);
     const content = await this.readContent(meta?.signed ?? digest, name, reference);
     return { digest, mediaType: meta?.mediaType ?? detectMediaType(content), content };
   }
 
-  /** removes the revision, every tag that points at it, and its referrers entry */
+  /**
+   * removes the revision, every tag that points at it, and its referrers entry; the repository
+   * stays, with no manifest left in it (see repositories.ts)
+   */
   async delete(name: string, digest: Digest): Promise<void> {
     const manifest = await this.get(name, { digest });
-    const subject = subjectOf(manifest.content);
+    const subject = referencesOf(manifest.content).subject?.digest;
+    await keepRepository(this.driver, name);
     await this.driver.delete(layout.manifestRevisionDir(name, digest));
-    await this.untagAll(name, digest);
-    if (subject) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
+    await this.tags.untagAll(name, digest);
+    if (subject && isDigest(subject)) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
   }
 
   /** descriptors of the manifests whose subject is `subject`, optionally of one artifactType */
@@ -92,7 +99,7 @@ export class ManifestStore {
   }
 
   async hasRevision(name: string, digest: Digest): Promise<boolean> {
-    return (await readLink(this.driver, layout.manifestRevisionLink(name, digest))) === digest;
+    return linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest);
   }
 
   /** every blob must be linked in the repository, every child manifest stored in it (4.4) */
@@ -117,30 +124,11 @@ export class ManifestStore {
     await this.driver.putContent(layout.blobData(digest), content);
   }
 
-  private async tag(name: string, tag: string, digest: Digest): Promise<void> {
-    await this.driver.putContent(layout.tagIndexLink(name, tag, digest), layout.linkContent(digest));
-    await this.driver.putContent(layout.tagCurrentLink(name, tag), layout.linkContent(digest));
-  }
-
-  private async untagAll(name: string, digest: Digest): Promise<void> {
-    for (const dir of (await unlessMissing(this.driver.list(layout.tagsDir(name)))) ?? []) {
-      const tag = dir.slice(dir.lastIndexOf('/') + 1);
-      const current = await readLink(this.driver, layout.tagCurrentLink(name, tag));
-      if (current === digest) await unlessMissing(this.driver.delete(dir));
-    }
-  }
-
   private async indexReferrer(name: string, manifest: ParsedManifest, size: number): Promise<void> {
     const descriptor: Descriptor = { mediaType: manifest.mediaType, digest: manifest.digest, size };
     if (manifest.artifactType) descriptor.artifactType = manifest.artifactType;
     if (manifest.annotations) descriptor.annotations = manifest.annotations;
     await this.driver.putContent(layout.referrerDescriptor(name, manifest.subject!.digest, manifest.digest), Buffer.from(JSON.stringify(descriptor)));
-  }
-
-  private async resolveTag(name: string, tag: string): Promise<Digest> {
-    const digest = await readLink(this.driver, layout.tagCurrentLink(name, tag));
-    if (!digest) throw await this.unknown(name, { tag });
-    return digest as Digest;
   }
 
   private async readMeta(name: string, digest: Digest): Promise<RevisionMeta | undefined> {
@@ -173,17 +161,4 @@ function checkAgainstURL(manifest: ParsedManifest, name: string, reference: Refe
   if (manifest.tag !== undefined && 'tag' in reference && manifest.tag !== reference.tag) {
     throw new RegistryError('TAG_INVALID', `the manifest's tag ${JSON.stringify(manifest.tag)} does not match the tag ${JSON.stringify(reference.tag)} in the URL`, { detail: { tag: manifest.tag } });
   }
-}
-
-function subjectOf(content: Buffer): Digest | undefined {
-  try {
-    const digest = (JSON.parse(content.toString()) as { subject?: { digest?: unknown } }).subject?.digest;
-    return typeof digest === 'string' && isDigest(digest) ? digest : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function readLink(driver: StorageDriver, path: string): Promise<string | undefined> {
-  return (await unlessMissing(driver.getContent(path)))?.toString().trim();
 }

@@ -2,6 +2,11 @@
  * Which repositories exist: those with a `_manifests` directory (a manifest was pushed to them).
  * Repositories with only blobs, or an upload in progress, are not known yet. The catalog, tag
  * listing and manifest lookups all use this one rule, so every name the catalog lists answers.
+ *
+ * A repository stays known once its last manifest is deleted (its manifests are MANIFEST_UNKNOWN,
+ * its tag list is empty, the catalog lists it), on every driver, as on Distribution's filesystem
+ * driver, which keeps the emptied directories. Object stores and the in-memory driver keep no
+ * empty directory, so a delete first leaves a mark in `_manifests` (keepRepository).
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
@@ -23,4 +28,9 @@ export async function checkRepository(driver: StorageDriver, name: string): Prom
       detail: { name },
     });
   }
+}
+
+/** makes sure `name` stays a repository when its last manifest goes (called before a delete) */
+export async function keepRepository(driver: StorageDriver, name: string): Promise<void> {
+  await driver.putContent(layout.repositoryKeep(name), Buffer.alloc(0));
 }

@@ -1,6 +1,8 @@
 /**
- * Tag listing (spec 4.2): the tags of a repository are the directories under
- * `_manifests/tags/` (the layout of section 3 of DESIGN.md, as Distribution stores them).
+ * Tags, their whole life: pointing a tag at a manifest, resolving it, removing the tags of a
+ * deleted manifest, and listing (spec 4.2). The tags of a repository are the directories under
+ * `_manifests/tags/` (the layout of section 3 of DESIGN.md, as Distribution stores them): each
+ * holds a `current/link` to the manifest it names and an `index` of the manifests it has named.
  *
  * Which repositories are known: see repositories.ts.
  * - No `_manifests` directory (never pushed, or only blobs pushed or being uploaded) -> NAME_UNKNOWN.
@@ -11,7 +13,9 @@
  *   filesystem keeps them); berth gives the same answer on every driver.
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
+import type { Digest } from './digest.js';
 import * as layout from './layout.js';
+import { readLink, writeLink } from './links.js';
 import { ListingCache, type ListingCacheLimits } from './listing-cache.js';
 import { checkRepository } from './repositories.js';
 
@@ -39,6 +43,25 @@ export class TagStore {
     options: { cache?: ListingCacheLimits } = {},
   ) {
     this.cache = new ListingCache(options.cache ?? TAG_CACHE_LIMITS);
+  }
+
+  /** points `tag` at the manifest `digest` (which must be stored), replacing what it named */
+  async tag(name: string, tag: string, digest: Digest): Promise<void> {
+    // the index first, then current, in the order Distribution writes them
+    await writeLink(this.driver, layout.tagIndexLink(name, tag, digest), digest);
+    await writeLink(this.driver, layout.tagCurrentLink(name, tag), digest);
+  }
+
+  /** the digest `tag` names; undefined when there is no such tag */
+  resolve(name: string, tag: string): Promise<Digest | undefined> {
+    return readLink(this.driver, layout.tagCurrentLink(name, tag));
+  }
+
+  /** removes every tag that currently names `digest` (a tag that named it before stays) */
+  async untagAll(name: string, digest: Digest): Promise<void> {
+    for (const tag of (await unlessMissing(this.driver.listNames(layout.tagsDir(name)))) ?? []) {
+      if ((await this.resolve(name, tag)) === digest) await unlessMissing(this.driver.delete(layout.tagDir(name, tag)));
+    }
   }
 
   /**

@@ -3,8 +3,11 @@
  * they arrive. On completion the digest is checked and the data moved to blobs/ (atomically), so a
  * blob is visible only once verified. All state is in storage; the running sha256 is kept in memory
  * only as a shortcut and recomputed from the stored bytes after a restart or on another instance.
+ * An upload older than the expiry age is gone: removed when next addressed (the purge removes the
+ * ones nobody comes back to).
  */
 import { randomUUID, createHash, type Hash } from 'node:crypto';
+import { systemClock, type Clock } from '../scheduler/clock.js';
 import { PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
@@ -40,27 +43,64 @@ interface HashState {
   offset: number;
 }
 
+export interface UploadSessionsOptions {
+  /**
+   * milliseconds after its start when an upload expires (storage.maintenance.uploadpurging.age,
+   * when purging is enabled and not a dry run); undefined: uploads never expire
+   */
+  maxAge?: number;
+  /** "now", for start times and expiry (default: the system clock) */
+  clock?: Clock;
+}
+
 const MAX_HASH_STATES = 10_000;
 const WRITE_BATCH_BYTES = 1 << 20;
 
 export class UploadSessions {
   private readonly locks = new KeyedLock();
   private readonly hashes = new Map<string, HashState>();
+  private readonly maxAge: number | undefined;
+  private readonly clock: Clock;
 
   constructor(
     private readonly driver: StorageDriver,
     private readonly blobs: BlobStore,
-  ) {}
+    options: UploadSessionsOptions = {},
+  ) {
+    this.maxAge = options.maxAge;
+    this.clock = options.clock ?? systemClock;
+  }
 
   async start(name: string): Promise<UploadStatus> {
     const uuid = randomUUID();
-    const startedAt = new Date();
+    const startedAt = new Date(this.clock.now());
     await this.driver.putContent(layout.uploadStartedAt(name, uuid), Buffer.from(startedAt.toISOString()));
     return { name, uuid, size: 0, startedAt };
   }
 
-  /** the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN */
+  /** the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN (an expired upload is removed first) */
   async status(name: string, uuid: string): Promise<UploadStatus> {
+    const status = await this.read(name, uuid);
+    if (!this.expired(status)) return status;
+    // removed under the lock, so not in the middle of a chunk still being written
+    return this.locks.run(uuid, () => this.open(name, uuid));
+  }
+
+  /** the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN; removes it when expired (under the lock) */
+  private async open(name: string, uuid: string): Promise<UploadStatus> {
+    const status = await this.read(name, uuid);
+    if (this.expired(status)) {
+      await this.remove(name, uuid);
+      throw uploadUnknown(uuid);
+    }
+    return status;
+  }
+
+  private expired(status: UploadStatus): boolean {
+    return this.maxAge !== undefined && this.clock.now() - status.startedAt.getTime() > this.maxAge;
+  }
+
+  private async read(name: string, uuid: string): Promise<UploadStatus> {
     let startedAt: Date;
     try {
       startedAt = new Date((await this.driver.getContent(layout.uploadStartedAt(name, uuid))).toString().trim());
@@ -74,7 +114,7 @@ export class UploadSessions {
   /** appends a chunk (PATCH); with `range`, the chunk must start where the upload ends */
   append(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, range?: ChunkRange): Promise<UploadStatus> {
     return this.locks.run(uuid, async () => {
-      const status = await this.status(name, uuid);
+      const status = await this.open(name, uuid);
       checkRange(status.size, range);
       status.size = await this.write(name, uuid, body, false);
       return status;
@@ -89,7 +129,7 @@ export class UploadSessions {
   complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange): Promise<BlobInfo> {
     const expected = digests.map(parseVerifiableDigest);
     return this.locks.run(uuid, async () => {
-      const status = await this.status(name, uuid);
+      const status = await this.open(name, uuid);
       checkRange(status.size, range);
       const size = await this.write(name, uuid, body ?? [], true);
       const digest = await this.verify(name, uuid, size, expected);
@@ -102,7 +142,7 @@ export class UploadSessions {
 
   cancel(name: string, uuid: string): Promise<void> {
     return this.locks.run(uuid, async () => {
-      await this.status(name, uuid);
+      await this.open(name, uuid);
       await this.remove(name, uuid);
     });
   }

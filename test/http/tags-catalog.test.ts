@@ -9,6 +9,7 @@ import { validateConfig } from '../../src/config/load.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import type { Digest } from '../../src/registry/digest.js';
 import * as layout from '../../src/registry/layout.js';
+import { linkContent } from '../../src/registry/links.js';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
@@ -19,8 +20,8 @@ const DIGEST = `sha256:${'ef'.repeat(32)}` as Digest;
 /** a tagged repository, written straight into storage as a manifest push leaves it */
 async function tag(registry: TestRegistry, name: string, ...tags: string[]): Promise<void> {
   const { driver } = registry.app;
-  await driver.putContent(layout.manifestRevisionLink(name, DIGEST), layout.linkContent(DIGEST));
-  for (const t of tags) await driver.putContent(layout.tagCurrentLink(name, t), layout.linkContent(DIGEST));
+  await driver.putContent(layout.manifestRevisionLink(name, DIGEST), linkContent(DIGEST));
+  for (const t of tags) await driver.putContent(layout.tagCurrentLink(name, t), linkContent(DIGEST));
 }
 
 async function getJSON(url: string): Promise<{ res: Response; body: unknown }> {
@@ -41,7 +42,7 @@ async function seed(registry: TestRegistry): Promise<void> {
   await tag(registry, 'lib', 'x');
   await tag(registry, 'lib-x', 'x');
   await tag(registry, 'lib/app/sub', 'x');
-  await registry.app.driver.putContent(layout.layerLink('blobonly', DIGEST), layout.linkContent(DIGEST));
+  await registry.app.driver.putContent(layout.layerLink('blobonly', DIGEST), linkContent(DIGEST));
 }
 
 after(() => stopSharedCeph());

@@ -9,13 +9,14 @@ import { pathSortKey, type StorageDriver } from '../../src/storage/driver.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import { InMemoryDriver } from '../../src/storage/inmemory.js';
 import * as layout from '../../src/registry/layout.js';
+import { linkContent } from '../../src/registry/links.js';
 
 const DIGEST = `sha256:${'cd'.repeat(32)}` as Digest;
 
 /** a repository as a manifest push leaves it: a revision link (and a tag) */
 async function repo(driver: StorageDriver, name: string): Promise<void> {
-  await driver.putContent(layout.manifestRevisionLink(name, DIGEST), layout.linkContent(DIGEST));
-  await driver.putContent(layout.tagCurrentLink(name, 'latest'), layout.linkContent(DIGEST));
+  await driver.putContent(layout.manifestRevisionLink(name, DIGEST), linkContent(DIGEST));
+  await driver.putContent(layout.tagCurrentLink(name, 'latest'), linkContent(DIGEST));
 }
 
 /** component-wise order, as the catalog promises ('a/b' before 'a-b') */
@@ -112,21 +113,21 @@ for (const [driverName, make] of drivers) {
 
     it('does not list directories without _manifests: blobs only, uploads only, intermediate directories', async () => {
       await repo(driver, 'lib/app');
-      await driver.putContent(layout.layerLink('blobonly', DIGEST), layout.linkContent(DIGEST));
-      await driver.putContent(layout.layerLink('lib/blobonly', DIGEST), layout.linkContent(DIGEST));
+      await driver.putContent(layout.layerLink('blobonly', DIGEST), linkContent(DIGEST));
+      await driver.putContent(layout.layerLink('lib/blobonly', DIGEST), linkContent(DIGEST));
       await driver.putContent(layout.uploadStartedAt('uploading', 'u1'), Buffer.from('2024-01-01T00:00:00Z'));
       assert.deepEqual(await catalog.page({ n: 100 }), { repositories: ['lib/app'], more: false });
     });
 
     it('lists a repository with manifests but no tags, and one with only mounted layers', async () => {
-      await driver.putContent(layout.manifestRevisionLink('bydigest', DIGEST), layout.linkContent(DIGEST));
-      await driver.putContent(layout.tagCurrentLink('mounted', 'v1'), layout.linkContent(DIGEST));
+      await driver.putContent(layout.manifestRevisionLink('bydigest', DIGEST), linkContent(DIGEST));
+      await driver.putContent(layout.tagCurrentLink('mounted', 'v1'), linkContent(DIGEST));
       assert.deepEqual((await catalog.page({ n: 100 })).repositories, ['bydigest', 'mounted']);
     });
 
     it('never descends into _ directories (_uploads, _layers, _manifests)', async () => {
       await repo(driver, 'lib/app');
-      await driver.putContent(layout.layerLink('lib/app', DIGEST), layout.linkContent(DIGEST));
+      await driver.putContent(layout.layerLink('lib/app', DIGEST), linkContent(DIGEST));
       // a directory below _uploads that looks like a repository must not be found, nor listed
       await driver.putContent(`${layout.uploadsDir('lib/app')}/fake/_manifests/revisions/sha256/${'cd'.repeat(32)}/link`, Buffer.from(DIGEST));
       await driver.putContent(`${layout.REPOSITORIES}/_hidden/_manifests/tags/x/current/link`, Buffer.from(DIGEST));
@@ -175,7 +176,7 @@ describe('Catalog at scale: 100,000 repositories in memory', () => {
     }
     assert.equal(names.length, TOTAL);
     const digest = DIGEST;
-    for (const name of names) await driver.putContent(layout.manifestRevisionLink(name, digest), layout.linkContent(digest));
+    for (const name of names) await driver.putContent(layout.manifestRevisionLink(name, digest), linkContent(digest));
     names.splice(0, names.length, ...componentOrder(names));
   });
 

@@ -13,14 +13,15 @@ import type { StorageDriver } from '../../src/storage/driver.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import { InMemoryDriver } from '../../src/storage/inmemory.js';
 import * as layout from '../../src/registry/layout.js';
+import { linkContent } from '../../src/registry/links.js';
 
 const DIGEST = `sha256:${'ab'.repeat(32)}` as Digest;
 
 async function tag(driver: StorageDriver, name: string, ...tags: string[]): Promise<void> {
-  await driver.putContent(layout.manifestRevisionLink(name, DIGEST), layout.linkContent(DIGEST));
+  await driver.putContent(layout.manifestRevisionLink(name, DIGEST), linkContent(DIGEST));
   for (const t of tags) {
-    await driver.putContent(layout.tagIndexLink(name, t, DIGEST), layout.linkContent(DIGEST));
-    await driver.putContent(layout.tagCurrentLink(name, t), layout.linkContent(DIGEST));
+    await driver.putContent(layout.tagIndexLink(name, t, DIGEST), linkContent(DIGEST));
+    await driver.putContent(layout.tagCurrentLink(name, t), linkContent(DIGEST));
   }
 }
 
@@ -110,7 +111,7 @@ for (const [driverName, make] of drivers) {
     });
 
     it('a repository with only blobs (or an upload) is NAME_UNKNOWN, as in Distribution', async () => {
-      await driver.putContent(layout.layerLink('blobs/only', DIGEST), layout.linkContent(DIGEST));
+      await driver.putContent(layout.layerLink('blobs/only', DIGEST), linkContent(DIGEST));
       await driver.putContent(layout.uploadStartedAt('uploading', 'u1'), Buffer.from('2024-01-01T00:00:00Z'));
       await assert.rejects(store.list('blobs/only'), isNameUnknown('blobs/only'));
       await assert.rejects(store.list('uploading'), isNameUnknown('uploading'));
@@ -206,8 +207,8 @@ for (const [driverName, make] of drivers) {
         await made.settle();
         assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b']);
         const other = `sha256:${'cd'.repeat(32)}` as Digest;
-        await made.other.putContent(layout.tagIndexLink('lib/app', 'a', other), layout.linkContent(other));
-        await made.other.putContent(layout.tagCurrentLink('lib/app', 'a'), layout.linkContent(other));
+        await made.other.putContent(layout.tagIndexLink('lib/app', 'a', other), linkContent(other));
+        await made.other.putContent(layout.tagCurrentLink('lib/app', 'a'), linkContent(other));
         assert.deepEqual(await cachedStore.list('lib/app'), ['a', 'b']);
         assert.equal(counted.listings(), 1);
       });
