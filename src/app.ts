@@ -83,7 +83,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
   const blobs = new BlobStore(driver);
   const purging = config.storage.maintenance.uploadpurging;
-  const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined });
+  const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
   const tags = new TagStore(driver);
   const manifests = new ManifestStore(driver, blobs, tags, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
   const secret = config.http.secret ?? randomSecret(logger);
@@ -112,7 +112,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     logger,
     tls,
   );
-  const purging = config.storage.maintenance.uploadpurging;
   if (purging.enabled && !config.storage.maintenance.readonly.enabled) scheduler.every(uploadPurgeTask(driver, purging, logger, scheduler.clock));
 
   const app: App = {
