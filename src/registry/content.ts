@@ -16,13 +16,18 @@ export interface BlobStat {
   stored: boolean;
 }
 
+export interface ByteRange {
+  offset: number;
+  length: number;
+}
+
 export interface ContentSource {
   /** the manifest a tag or digest names in `name`, or MANIFEST_UNKNOWN / NAME_UNKNOWN */
   manifest(name: string, reference: Reference): Promise<StoredManifest>;
   /** the blob's size, or BLOB_UNKNOWN */
   statBlob(name: string, digest: Digest): Promise<BlobStat>;
-  /** the blob's bytes from `offset`, `length` of them (to the end when undefined); statBlob first */
-  openBlob(name: string, digest: Digest, offset?: number, length?: number): Promise<Readable>;
+  /** the blob's bytes, or `range.length` of them from `range.offset` (a Range request); statBlob first */
+  openBlob(name: string, digest: Digest, range?: ByteRange): Promise<Readable>;
   /** the repository's tags, sorted by code unit */
   tags(name: string): Promise<readonly string[]>;
 }
@@ -43,8 +48,8 @@ export class StoredContent implements ContentSource {
     return { ...(await this.blobs.stat(name, digest)), stored: true };
   }
 
-  openBlob(_name: string, digest: Digest, offset?: number, length?: number): Promise<Readable> {
-    return this.blobs.open(digest, offset, length);
+  openBlob(_name: string, digest: Digest, range?: ByteRange): Promise<Readable> {
+    return this.blobs.open(digest, range?.offset, range?.length);
   }
 
   tags(name: string): Promise<readonly string[]> {

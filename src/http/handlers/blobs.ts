@@ -48,7 +48,7 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) =
   reply.header('content-length', length);
   if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${size}`);
   if (req.method === 'HEAD') return reply.send();
-  const stream = await content.openBlob(route.name, digest, start, length);
+  const stream = await content.openBlob(route.name, digest, range && { offset: start, length });
   blobEvent(req, services, 'pull', { name: route.name, digest, size });
   return reply.send(stream);
 };
