@@ -10,7 +10,6 @@
  * digest checked out, so a client never receives a complete body with the wrong bytes. A client
  * that disconnects leaves the others and the fetch alone: the blob is still cached.
  */
-import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../registry/blobs.js';
@@ -54,9 +53,10 @@ export class BlobFetches {
       fetch = new BlobFetch(name, digest, this.upstream, this.uploads, this.blobs, this.logger, this.options);
       this.inflight.set(digest, fetch);
       const started = fetch;
-      void fetch.done.finally(() => {
+      const forget = () => {
         if (this.inflight.get(digest) === started) this.inflight.delete(digest);
-      });
+      };
+      fetch.done.then(forget, forget);
     }
     await fetch.started.catch(rethrowUpstream(`blob ${digest}`));
     const live = fetch.join(name);
@@ -163,8 +163,20 @@ class BlobFetch {
     this.forwarding = true;
     const waits: Promise<unknown>[] = [];
     for (const reader of this.readers) {
-      if (!reader.write(chunk)) waits.push(Promise.race([once(reader, 'drain'), once(reader, 'close')]).catch(() => undefined));
+      if (!reader.write(chunk)) waits.push(drainedOrClosed(reader));
     }
     await Promise.all(waits);
   }
+}
+
+function drainedOrClosed(reader: PassThrough): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      reader.off('drain', done);
+      reader.off('close', done);
+      resolve();
+    };
+    reader.on('drain', done);
+    reader.on('close', done);
+  });
 }
