@@ -27,6 +27,7 @@ import { createLogger } from './log.js';
 import { Notifier } from './notifications/notifier.js';
 import { BlobStore } from './registry/blobs.js';
 import { Catalog } from './registry/catalog.js';
+import { StoredContent, type ContentSource } from './registry/content.js';
 import { TagStore } from './registry/tags.js';
 import { ManifestStore } from './registry/manifest-store.js';
 import type { LayerURLPolicy } from './registry/manifests/index.js';
@@ -86,6 +87,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
   const tags = new TagStore(driver);
   const manifests = new ManifestStore(driver, blobs, tags, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config) });
+  const stored = new StoredContent(blobs, manifests, tags);
+  const core = { driver, blobs, uploads, manifests, tags, logger };
+  const content = enabled.reduce((inner, parts) => parts.contentSource?.(core, inner) ?? inner, stored as ContentSource);
   const secret = config.http.secret ?? randomSecret(logger);
   const prefix = normalisePrefix(config.http.prefix);
   const sharedLimiter = enabled.find((parts) => parts.rateLimiter)?.rateLimiter;
@@ -97,12 +101,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   }));
   const server = buildServer(
     {
-      options: edgeOptions(config, prefix),
+      options: { ...edgeOptions(config, prefix), refuseWrites: enabled.find((parts) => parts.refuseWrites)?.refuseWrites },
       blobs,
       uploads,
       manifests,
       tags,
       catalog: new Catalog(driver),
+      content,
       uploadState: new UploadStateSigner(secret),
       urls: new URLBuilder({ host: config.http.host, prefix, relative: config.http.relativeurls }),
       events: notifier,

@@ -388,6 +388,31 @@ const redis = z.strictObject({
   writetimeout: duration.prefault('5s'),
 });
 
+/**
+ * proxy: the registry is a pull-through cache of `remoteurl` (Distribution's keys). Content is kept
+ * until it is deleted by hand: TTL expiry is not implemented yet, so only ttl 0 (keep forever) is
+ * accepted, and an absent ttl means the same (Distribution's default is 168h).
+ */
+const proxy = z
+  .strictObject({
+    remoteurl: z
+      .url({ protocol: /^https?$/, message: 'expected the http(s) URL of the upstream registry, e.g. "https://registry-1.docker.io"' })
+      .refine((url) => !new URL(url).username && !new URL(url).password, {
+        message: 'put the credentials in proxy.username and proxy.password, not in the URL (they would show in logs)',
+      }),
+    username: z.string().min(1).optional(),
+    password: z.string().min(1).optional(),
+    ttl: duration
+      .refine((ms) => ms === 0, { message: 'TTL expiry is not implemented yet in this version of berth: cached content is kept until deleted; set ttl to 0 or remove the key' })
+      .optional(),
+    upstreams: notYet('several upstreams under repository prefixes (proxy.upstreams)'),
+  })
+  .superRefine((value, ctx) => {
+    if ((value.username === undefined) !== (value.password === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'set both proxy.username and proxy.password (basic or token credentials for the upstream), or neither (anonymous pulls)' });
+    }
+  });
+
 /** berth's own: a token bucket per client */
 const ratelimit = z.strictObject({
   rate: z.union([z.number(), z.string().regex(/^\d+(\.\d+)?$/).transform(Number)]).pipe(z.number().positive('expected requests per second, above 0')),
@@ -406,6 +431,7 @@ export const configSchema = z.strictObject({
   auth: auth.optional(),
   redis: redis.optional(),
   ratelimit: ratelimit.optional(),
+  proxy: proxy.optional(),
   middleware,
 });
 

@@ -11,6 +11,11 @@ import type { Logger } from 'pino';
 import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
 import type { RequestMetrics } from '../http/context.js';
 import type { Notifier } from '../notifications/notifier.js';
+import type { BlobStore } from '../registry/blobs.js';
+import type { ContentSource } from '../registry/content.js';
+import type { ManifestStore } from '../registry/manifest-store.js';
+import type { TagStore } from '../registry/tags.js';
+import type { UploadSessions } from '../registry/uploads.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 import type { StorageDriver } from '../storage/driver.js';
 
@@ -26,6 +31,16 @@ export interface Running {
   logger: Logger;
 }
 
+/** the registry core a content source builds on */
+export interface Core {
+  driver: StorageDriver;
+  blobs: BlobStore;
+  uploads: UploadSessions;
+  manifests: ManifestStore;
+  tags: TagStore;
+  logger: Logger;
+}
+
 /** what a feature plugs in; every part is optional */
 export interface FeatureParts {
   /** the storage driver (a storage backend; the configuration enables at most one) */
@@ -36,6 +51,10 @@ export interface FeatureParts {
   rateLimiter?(bucket: BucketOptions): RateLimiter;
   /** per-request figures from the HTTP edge */
   requestMetrics?: RequestMetrics;
+  /** where manifests, blobs and tags are read from instead of storage alone (`stored`), e.g. the pull-through cache */
+  contentSource?(core: Core, stored: ContentSource): ContentSource;
+  /** every write answers 405 UNSUPPORTED with this message (the pull-through cache) */
+  refuseWrites?: string;
   /** once the core is built, before the registry listens */
   attach?(running: Running): void;
   /** once the registry listens; resolves to the URL of a listener of the feature's own, if any */

@@ -1,11 +1,12 @@
 /**
  * Every optional feature, in the order their parts apply: the storage backend first, then the
  * wrappers around it from the innermost out (the CDN middleware inside, the metrics that time every
- * storage call outside).
+ * storage call outside); the pull-through cache reads through the finished storage.
  */
 import { cloudfrontFeature } from './cloudfront.js';
 import { debugFeature } from './debug.js';
+import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
 import { s3Feature } from './s3.js';
 
-export const FEATURES = [s3Feature, cloudfrontFeature, redisFeature, debugFeature] as const;
+export const FEATURES = [s3Feature, cloudfrontFeature, redisFeature, proxyFeature, debugFeature] as const;

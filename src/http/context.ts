@@ -4,6 +4,7 @@ import type { Auth } from '../auth/index.js';
 import type { EventSink } from '../notifications/events.js';
 import type { BlobStore } from '../registry/blobs.js';
 import type { Catalog } from '../registry/catalog.js';
+import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
@@ -19,6 +20,8 @@ export interface Services {
   manifests: ManifestStore;
   tags: TagStore;
   catalog: Catalog;
+  /** what GET and HEAD of manifests, blobs and tags read: storage, or the pull-through cache */
+  content: ContentSource;
   uploadState: UploadStateSigner;
   urls: URLBuilder;
   /** notifications: handlers report what they did here (never awaited) */

@@ -16,6 +16,8 @@ export interface EdgeOptions {
   headers: Readonly<Record<string, readonly string[]>>;
   /** the access log line per request (log.accesslog.disabled is false) */
   accessLog: boolean;
+  /** every write answers 405 UNSUPPORTED with this message (a pull-through cache); undefined: writes allowed */
+  refuseWrites?: string;
 }
 
 /** http.prefix ('/registry/', or undefined for none) as the edge joins it to paths: '/registry', '' */

@@ -32,6 +32,8 @@ interface RevisionMeta {
 export interface ManifestStoreOptions {
   /** validation.manifests.urls; undefined when validation is disabled */
   urlPolicy?: LayerURLPolicy;
+  /** the pull-through cache stores manifests before their blobs, which it fetches when pulled */
+  cachedFromUpstream?: boolean;
 }
 
 export class ManifestStore {
@@ -47,7 +49,7 @@ export class ManifestStore {
     const manifest = await parseManifest(contentType, body);
     checkAgainstURL(manifest, name, reference);
     if (this.options.urlPolicy) checkLayerURLs(manifest, this.options.urlPolicy);
-    await this.checkReferences(name, manifest);
+    if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
 
     const meta: RevisionMeta = { mediaType: manifest.mediaType };
     if (manifest.payload !== body) {

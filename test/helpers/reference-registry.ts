@@ -24,6 +24,8 @@ export interface ReferenceRegistryOptions {
   deleteEnabled?: boolean;
   /** Readiness deadline in milliseconds (default 15000). */
   timeoutMs?: number;
+  /** what GET /v2/ answers once ready (default 200; 401 with auth configured) */
+  readyStatus?: number;
 }
 
 export interface ReferenceRegistry {
@@ -142,6 +144,7 @@ export async function startReferenceRegistry(
     try {
       await waitForHttp(`${url}/v2/`, {
         timeoutMs: options.timeoutMs ?? 15000,
+        status: options.readyStatus,
         process: proc,
         name: `docker-registry (${configPath})`,
       });

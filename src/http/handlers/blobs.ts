@@ -13,9 +13,9 @@ type BlobRoute = Extract<Route, { kind: 'blob' }>;
 const ONE_YEAR = 'max-age=31536000';
 
 export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) => {
-  const { blobs, options } = services;
+  const { blobs, content, options } = services;
   const digest = parseDigest(route.digest);
-  const { size } = await blobs.stat(route.name, digest);
+  const { size, stored } = await content.statBlob(route.name, digest);
   const etag = `"${digest}"`;
   reply
     .header(CONTENT_DIGEST_HEADER, digest)
@@ -26,7 +26,7 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) =
 
   if (req.headers['if-none-match'] === etag) return reply.code(304).send();
 
-  if (req.method === 'GET' && options.redirect) {
+  if (req.method === 'GET' && options.redirect && stored) {
     const location = await blobs.redirectURL({ method: 'GET', clientIP: req.ip }, digest);
     if (location) {
       blobEvent(req, services, 'pull', { name: route.name, digest, size });
@@ -48,7 +48,7 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) =
   reply.header('content-length', length);
   if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${size}`);
   if (req.method === 'HEAD') return reply.send();
-  const stream = await blobs.open(digest, start, length);
+  const stream = await content.openBlob(route.name, digest, range && { offset: start, length });
   blobEvent(req, services, 'pull', { name: route.name, digest, size });
   return reply.send(stream);
 };

@@ -22,7 +22,7 @@ function parseReference(reference: string): Reference {
 
 export const getManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
   const reference = parseReference(route.reference);
-  const manifest = await services.manifests.get(route.name, reference);
+  const manifest = await services.content.manifest(route.name, reference);
   const etag = `"${manifest.digest}"`;
   reply
     .header('content-type', manifest.mediaType)

@@ -3,6 +3,7 @@ import { RegistryError } from '../../registry/errors.js';
 import type { EdgeOptions } from '../options.js';
 
 export function checkWritable(options: EdgeOptions): void {
+  if (options.refuseWrites) throw new RegistryError('UNSUPPORTED', options.refuseWrites);
   if (options.readOnly) {
     throw new RegistryError('UNSUPPORTED', 'the registry is in read-only mode (storage.maintenance.readonly.enabled): pushes and deletes are refused');
   }

@@ -1,0 +1,182 @@
+/**
+ * Blobs fetched from the upstream, one fetch per digest however many clients ask at once. The
+ * upstream's body is written to an upload session of the core (hashed as it is written) and
+ * handed to the clients reading along; the core moves it under blobs/ only once its digest checked
+ * out, so a fetch that fails (the upstream dies mid-body, wrong bytes) leaves nothing there.
+ *
+ * Reading along: clients that join before the first byte is handed on read the upstream's bytes as
+ * they arrive, at the pace of the slowest of them (a writable buffer each, waited on); clients that
+ * join later wait for the commit and read from storage. The last chunk is handed on only after the
+ * digest checked out, so a client never receives a complete body with the wrong bytes. A client
+ * that disconnects leaves the others and the fetch alone: the blob is still cached.
+ */
+import { PassThrough, Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { BlobStore } from '../registry/blobs.js';
+import { blobUnknown } from '../registry/blobs.js';
+import type { Digest } from '../registry/digest.js';
+import { RegistryError } from '../registry/errors.js';
+import type { UploadSessions } from '../registry/uploads.js';
+import { describe, rethrowUpstream } from './errors.js';
+import type { Upstream } from './upstream.js';
+
+export interface BlobFetchOptions {
+  /** the upstream's response headers must arrive within this */
+  fetchTimeoutMs: number;
+  /** the body is given up when no byte arrived for this long */
+  idleTimeoutMs: number;
+}
+
+export class BlobFetches {
+  private readonly inflight = new Map<Digest, BlobFetch>();
+
+  constructor(
+    private readonly upstream: Upstream,
+    private readonly uploads: UploadSessions,
+    private readonly blobs: BlobStore,
+    private readonly logger: Logger,
+    private readonly options: BlobFetchOptions,
+  ) {}
+
+  /** the fetch of `digest` under way, once its size is known */
+  async underway(digest: Digest): Promise<BlobFetch | undefined> {
+    const fetch = this.inflight.get(digest);
+    if (!fetch) return undefined;
+    await fetch.started.catch(rethrowUpstream(`blob ${digest}`));
+    return fetch;
+  }
+
+  /** the blob's bytes for a client of `name`: read along with the fetch under way, or a new one */
+  async open(name: string, digest: Digest): Promise<Readable> {
+    let fetch = this.inflight.get(digest);
+    if (!fetch) {
+      fetch = new BlobFetch(name, digest, this.upstream, this.uploads, this.blobs, this.logger, this.options);
+      this.inflight.set(digest, fetch);
+      const started = fetch;
+      const forget = () => {
+        if (this.inflight.get(digest) === started) this.inflight.delete(digest);
+      };
+      fetch.done.then(forget, forget);
+    }
+    await fetch.started.catch(rethrowUpstream(`blob ${digest}`));
+    const live = fetch.join(name);
+    if (live) return live;
+    await fetch.done;
+    return this.blobs.open(digest);
+  }
+}
+
+class BlobFetch {
+  /** resolves once the upstream's headers arrived (the size is known); rejects like the upstream did */
+  readonly started: Promise<void>;
+  /** resolves once the blob is under blobs/ and linked into every repository that asked */
+  readonly done: Promise<void>;
+  size = 0;
+  private readonly readers = new Set<PassThrough>();
+  /** repositories that asked, besides the one the upload belongs to */
+  private readonly others = new Set<string>();
+  private forwarding = false;
+  /** the last chunk, handed on only once the digest checked out */
+  private held?: Buffer;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly name: string,
+    private readonly digest: Digest,
+    private readonly upstream: Upstream,
+    private readonly uploads: UploadSessions,
+    private readonly blobs: BlobStore,
+    private readonly logger: Logger,
+    private readonly options: BlobFetchOptions,
+  ) {
+    const response = this.request();
+    this.started = response.then(() => undefined);
+    this.done = response.then((res) => this.store(res));
+    this.done.catch(() => undefined); // awaited by readers; failures are logged in store()
+  }
+
+  /** a live stream of the bytes while none was handed on yet; undefined after (read storage once done) */
+  join(name: string): PassThrough | undefined {
+    if (name !== this.name) this.others.add(name);
+    if (this.forwarding) return undefined;
+    const reader = new PassThrough();
+    this.readers.add(reader);
+    reader.on('close', () => this.readers.delete(reader));
+    return reader;
+  }
+
+  private async request(): Promise<Response> {
+    const res = await this.upstream.request({
+      method: 'GET',
+      repository: this.name,
+      path: `${this.name}/blobs/${this.digest}`,
+      timeoutMs: this.options.fetchTimeoutMs,
+      signal: this.abort.signal,
+    });
+    if (res.status === 404) {
+      await res.body?.cancel();
+      throw blobUnknown(this.digest);
+    }
+    this.size = Number(res.headers.get('content-length') ?? 0);
+    return res;
+  }
+
+  private async store(res: Response): Promise<void> {
+    const started = Date.now();
+    const upload = await this.uploads.start(this.name);
+    try {
+      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res));
+    } catch (err) {
+      this.abort.abort();
+      await this.uploads.cancel(this.name, upload.uuid).catch(() => undefined); // a wrong digest removed it already
+      const reason = err instanceof RegistryError && err.code === 'DIGEST_INVALID' ? 'its bytes do not match the digest' : describe(err);
+      const failure = new RegistryError('UNAVAILABLE', `fetching ${this.digest} from the upstream registry ${this.upstream.host} failed (${reason}); nothing was cached, try again`, { status: 502 });
+      for (const reader of this.readers) reader.destroy(failure);
+      this.logger.warn({ upstream: this.upstream.host, repository: this.name, digest: this.digest, reason }, 'fetching a blob from the upstream failed; nothing was cached');
+      throw failure;
+    }
+    await Promise.all([...this.others].map((name) => this.blobs.link(name, this.digest)));
+    this.logger.info({ upstream: this.upstream.host, repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
+    for (const reader of this.readers) reader.end(this.held);
+  }
+
+  /** the upstream's body for the upload, handing each chunk to the readers once the next one arrived */
+  private async *body(res: Response): AsyncGenerator<Buffer> {
+    if (!res.body) return;
+    let idle = setTimeout(() => this.abort.abort(), this.options.idleTimeoutMs);
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        clearTimeout(idle);
+        idle = setTimeout(() => this.abort.abort(), this.options.idleTimeoutMs);
+        const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        if (this.held) await this.handOn(this.held);
+        this.held = buffer;
+        yield buffer;
+      }
+    } finally {
+      clearTimeout(idle);
+    }
+  }
+
+  /** writes to every reader, waiting for the slow ones to drain (a reader that closes is left) */
+  private async handOn(chunk: Buffer): Promise<void> {
+    this.forwarding = true;
+    const waits: Promise<unknown>[] = [];
+    for (const reader of this.readers) {
+      if (!reader.write(chunk)) waits.push(drainedOrClosed(reader));
+    }
+    await Promise.all(waits);
+  }
+}
+
+function drainedOrClosed(reader: PassThrough): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      reader.off('drain', done);
+      reader.off('close', done);
+      resolve();
+    };
+    reader.on('drain', done);
+    reader.on('close', done);
+  });
+}

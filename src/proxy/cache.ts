@@ -1,0 +1,237 @@
+/**
+ * The pull-through cache as a content source: manifests, blobs and tags come from storage when it
+ * holds them and from the upstream otherwise, and what is fetched is stored as a push would store
+ * it (revision, tag, blob linked into the repository), so the cache is an ordinary registry root.
+ *
+ * - Manifest by tag: the upstream is asked for the tag's digest (HEAD); the cached copy is served
+ *   when it is the same, else the new one is fetched by digest, verified and stored. When the
+ *   upstream does not answer in time, fails or refuses, the cached copy is served; its 404 is a 404.
+ * - Manifest by digest, blob: storage first (content-addressed, never stale), else the upstream.
+ * - Blob stat (HEAD, and before a GET): storage, the fetch under way, or the upstream's HEAD; a blob
+ *   stored for another repository is linked once the upstream confirmed this one has it.
+ * - Range of a blob not cached: served from the upstream's own range answer, not cached.
+ * - Tags: the upstream's list (every page) when it answers, else the cached tags.
+ */
+import { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { BlobStore } from '../registry/blobs.js';
+import { blobUnknown } from '../registry/blobs.js';
+import type { BlobStat, ByteRange, ContentSource } from '../registry/content.js';
+import { isDigest, type Digest } from '../registry/digest.js';
+import { RegistryError } from '../registry/errors.js';
+import type { ManifestStore, Reference, StoredManifest } from '../registry/manifest-store.js';
+import { parseManifest, supportedManifestMediaTypes } from '../registry/manifests/index.js';
+import type { BlobFetches } from './blob-fetch.js';
+import { describe, rethrowUpstream, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
+import type { Upstream } from './upstream.js';
+
+/** the largest manifest taken from the upstream, as for a push */
+const MANIFEST_LIMIT = 4 * 1024 * 1024;
+const TAGS_PAGE = 1000;
+/** an upstream that pages its tag list forever is not followed past this many pages */
+const MAX_TAG_PAGES = 1000;
+
+export interface CacheTimeouts {
+  checkTimeoutMs: number;
+  fetchTimeoutMs: number;
+}
+
+export class PullThroughCache implements ContentSource {
+  private readonly accept = supportedManifestMediaTypes().join(', ');
+
+  constructor(
+    private readonly upstream: Upstream,
+    private readonly stored: ContentSource,
+    /** a manifest store that takes manifests before their blobs */
+    private readonly manifests: ManifestStore,
+    private readonly blobs: BlobStore,
+    private readonly fetches: BlobFetches,
+    private readonly logger: Logger,
+    private readonly timeouts: CacheTimeouts,
+  ) {}
+
+  async manifest(name: string, reference: Reference): Promise<StoredManifest> {
+    if ('digest' in reference) {
+      if (await this.manifests.hasRevision(name, reference.digest)) return this.stored.manifest(name, reference);
+      return this.fetchManifest(name, reference.digest, reference).catch(rethrowUpstream(`manifest ${reference.digest}`));
+    }
+    let digest: Digest | undefined;
+    try {
+      digest = await this.upstreamTag(name, reference.tag);
+    } catch (err) {
+      if (!(err instanceof UpstreamUnavailableError || err instanceof UpstreamRefusedError)) throw err;
+      return this.stored.manifest(name, reference).catch((cacheErr: unknown) => {
+        if (cacheErr instanceof RegistryError && (cacheErr.code === 'MANIFEST_UNKNOWN' || cacheErr.code === 'NAME_UNKNOWN')) rethrowUpstream(`tag ${reference.tag} of ${name}`)(err);
+        throw cacheErr;
+      });
+    }
+    if (digest && (await this.manifests.hasRevision(name, digest))) {
+      const cached = await this.stored.manifest(name, { digest });
+      // the tag moved back to a revision the cache holds: point it there as a pull of it would
+      const current = await this.stored.manifest(name, reference).catch(() => undefined);
+      if (current?.digest !== digest) await this.manifests.put(name, reference, cached.mediaType, cached.content);
+      return cached;
+    }
+    return this.fetchManifest(name, digest ?? reference.tag, reference).catch(rethrowUpstream(`tag ${reference.tag} of ${name}`));
+  }
+
+  async statBlob(name: string, digest: Digest): Promise<BlobStat> {
+    if (await this.blobs.isLinked(name, digest)) {
+      const size = await this.blobs.storedSize(digest);
+      if (size !== undefined) return { digest, size, stored: true };
+    }
+    const underway = await this.fetches.underway(digest);
+    if (underway) return { digest, size: underway.size, stored: false };
+    const res = await this.upstream
+      .request({ method: 'HEAD', repository: name, path: `${name}/blobs/${digest}`, timeoutMs: this.timeouts.checkTimeoutMs })
+      .catch(rethrowUpstream(`blob ${digest}`));
+    if (res.status === 404) throw blobUnknown(digest);
+    const size = Number(res.headers.get('content-length'));
+    if (!Number.isSafeInteger(size) || size < 0) throw new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} gave no size for ${digest}`, { status: 502 });
+    if ((await this.blobs.storedSize(digest)) === size) {
+      await this.blobs.link(name, digest); // stored for another repository; the upstream has it here too
+      return { digest, size, stored: true };
+    }
+    return { digest, size, stored: false };
+  }
+
+  async openBlob(name: string, digest: Digest, range?: ByteRange): Promise<Readable> {
+    if (await this.blobs.isLinked(name, digest)) {
+      const stored = await this.stored.openBlob(name, digest, range).catch(() => undefined);
+      if (stored) return stored;
+    }
+    if (!range) return this.fetches.open(name, digest);
+    return this.upstreamRange(name, digest, range).catch(rethrowUpstream(`blob ${digest}`));
+  }
+
+  async tags(name: string): Promise<readonly string[]> {
+    try {
+      return await this.upstreamTags(name);
+    } catch (err) {
+      if (!(err instanceof UpstreamUnavailableError || err instanceof UpstreamRefusedError)) throw err;
+      this.logger.info({ upstream: this.upstream.host, repository: name, reason: describe(err) }, 'tags listed from the cache');
+      return this.stored.tags(name);
+    }
+  }
+
+  /** the tag's digest upstream (undefined when its answer names none), or 404 MANIFEST_UNKNOWN */
+  private async upstreamTag(name: string, tag: string): Promise<Digest | undefined> {
+    const res = await this.upstream.request({
+      method: 'HEAD',
+      repository: name,
+      path: `${name}/manifests/${tag}`,
+      headers: { accept: this.accept },
+      timeoutMs: this.timeouts.checkTimeoutMs,
+    });
+    if (res.status === 404) throw manifestUnknown(name, `tag ${JSON.stringify(tag)}`, { tag });
+    const digest = res.headers.get('docker-content-digest') ?? '';
+    return isDigest(digest) ? digest : undefined;
+  }
+
+  /** fetches, verifies and stores a manifest (`ref` a digest, or a tag when the upstream named no digest) */
+  private async fetchManifest(name: string, ref: string, reference: Reference): Promise<StoredManifest> {
+    const res = await this.upstream.request({
+      method: 'GET',
+      repository: name,
+      path: `${name}/manifests/${ref}`,
+      headers: { accept: this.accept },
+      timeoutMs: this.timeouts.fetchTimeoutMs,
+      signal: AbortSignal.timeout(this.timeouts.fetchTimeoutMs), // the body too: a manifest is small
+    });
+    const what = 'tag' in reference ? `tag ${JSON.stringify(reference.tag)}` : reference.digest;
+    if (res.status === 404) {
+      await res.body?.cancel();
+      throw manifestUnknown(name, what, 'tag' in reference ? { tag: reference.tag } : { digest: reference.digest });
+    }
+    const body = await this.upstream.read(readLimited(res, MANIFEST_LIMIT));
+    const contentType = res.headers.get('content-type') ?? undefined;
+    const parsed = await parseManifest(contentType, body).catch((err: unknown) => {
+      throw this.badManifest(name, what, describe(err));
+    });
+    if (isDigest(ref) && parsed.digest !== ref) throw this.badManifest(name, what, `its digest is ${parsed.digest}, not ${ref}`);
+    await this.manifests.put(name, reference, contentType, body);
+    this.logger.info({ upstream: this.upstream.host, repository: name, reference: 'tag' in reference ? reference.tag : reference.digest, digest: parsed.digest }, 'fetched manifest from the upstream');
+    return { digest: parsed.digest, mediaType: parsed.mediaType, content: body };
+  }
+
+  private badManifest(name: string, what: string, reason: string): RegistryError {
+    this.logger.warn({ upstream: this.upstream.host, repository: name, reference: what, reason }, 'the upstream served a manifest that does not check out; nothing was cached');
+    return new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} served ${what} of ${name} in a form that does not check out (${reason}); nothing was cached`, { status: 502 });
+  }
+
+  private async upstreamRange(name: string, digest: Digest, range: ByteRange): Promise<Readable> {
+    const res = await this.upstream.request({
+      method: 'GET',
+      repository: name,
+      path: `${name}/blobs/${digest}`,
+      headers: { range: `bytes=${range.offset}-${range.offset + range.length - 1}` },
+      timeoutMs: this.timeouts.fetchTimeoutMs,
+    });
+    if (res.status === 404 || !res.body) {
+      await res.body?.cancel();
+      throw blobUnknown(digest);
+    }
+    // an upstream that ignores Range answers 200 with the whole blob: cut the range out of it
+    const skip = res.status === 206 ? 0 : range.offset;
+    return Readable.from(slice(res.body as unknown as AsyncIterable<Uint8Array>, skip, range.length));
+  }
+
+  /** every page of the upstream's tag list, sorted by code unit; 404 NAME_UNKNOWN */
+  private async upstreamTags(name: string): Promise<readonly string[]> {
+    const tags = new Set<string>();
+    let path: string | undefined = `${name}/tags/list?n=${TAGS_PAGE}`;
+    for (let page = 0; path && page < MAX_TAG_PAGES; page++) {
+      const timeoutMs = this.timeouts.checkTimeoutMs;
+      const res: Response = await this.upstream.request({ method: 'GET', repository: name, path, timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
+      if (res.status === 404) {
+        await res.body?.cancel();
+        throw new RegistryError('NAME_UNKNOWN', `repository name not known to the upstream registry ${this.upstream.host}: ${name}`, { detail: { name } });
+      }
+      const body = (await this.upstream.read(res.json())) as { tags?: unknown };
+      if (Array.isArray(body.tags)) for (const tag of body.tags) if (typeof tag === 'string') tags.add(tag);
+      path = nextPage(res.headers.get('link'));
+    }
+    return [...tags].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+}
+
+function manifestUnknown(name: string, what: string, detail: unknown): RegistryError {
+  return new RegistryError('MANIFEST_UNKNOWN', `manifest unknown: ${what} is not in ${name} (upstream)`, { detail });
+}
+
+/** the path below /v2/ of a Link header's next page, e.g. `</v2/a/tags/list?n=2&last=b>; rel="next"` */
+function nextPage(link: string | null): string | undefined {
+  const target = link && /<([^>]+)>\s*;\s*rel="?next"?/.exec(link)?.[1];
+  if (!target) return undefined;
+  const url = new URL(target, 'http://upstream.invalid');
+  const at = url.pathname.indexOf('/v2/');
+  return at < 0 ? undefined : url.pathname.slice(at + 4) + url.search;
+}
+
+async function readLimited(res: Response, limit: number): Promise<Buffer> {
+  const declared = Number(res.headers.get('content-length') ?? 0);
+  if (declared > limit) {
+    await res.body?.cancel();
+    throw new RegistryError('UNAVAILABLE', `the upstream's manifest is over the ${limit}-byte limit`, { status: 502 });
+  }
+  const body = Buffer.from(await res.arrayBuffer());
+  if (body.length > limit) throw new RegistryError('UNAVAILABLE', `the upstream's manifest is over the ${limit}-byte limit`, { status: 502 });
+  return body;
+}
+
+/** `length` bytes of `body` after the first `skip` */
+async function* slice(body: AsyncIterable<Uint8Array>, skip: number, length: number): AsyncGenerator<Buffer> {
+  let left = length;
+  for await (const chunk of body) {
+    let buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (skip > 0) {
+      const dropped = Math.min(skip, buffer.length);
+      skip -= dropped;
+      buffer = buffer.subarray(dropped);
+    }
+    if (buffer.length === 0) continue;
+    yield buffer.subarray(0, left);
+    left -= Math.min(left, buffer.length);
+    if (left === 0) return;
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * The upstream registry's client: Node's fetch with a deadline on every request, and the
+ * authentication real registries ask for. Anonymous first; on a 401 the challenge decides: Basic
+ * gets the configured credentials, Bearer a token from the realm for `repository:<name>:pull`
+ * (with the credentials when set). Tokens are cached per scope until shortly before they expire,
+ * and concurrent requests that need the same token share one token request. Once the upstream
+ * is known to want tokens, requests get one before they are sent (no 401 round trip per pull).
+ *
+ * Credentials never leave this file except in the Authorization header of the upstream requests
+ * (and fetch drops that header on a redirect to another origin, e.g. a CDN for blobs).
+ */
+import type { Logger } from 'pino';
+import { parseChallenge, type Challenge } from './challenge.js';
+import { describe, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
+
+export interface UpstreamOptions {
+  remoteurl: string;
+  username?: string;
+  password?: string;
+  /** manifest HEAD (the tag check), blob HEAD, tags list, token requests: past this, the cache answers instead */
+  checkTimeoutMs: number;
+  /** manifest and blob GETs: the time until the response headers (a blob's body then has its own idle timer) */
+  fetchTimeoutMs: number;
+}
+
+export interface UpstreamRequest {
+  method: 'GET' | 'HEAD';
+  /** the repository (for the token's scope) */
+  repository: string;
+  /** the path below the upstream's /v2/, e.g. `library/alpine/manifests/latest` */
+  path: string;
+  headers?: Record<string, string>;
+  timeoutMs: number;
+  /** aborts the request and its body (a blob fetch's idle timer) */
+  signal?: AbortSignal;
+}
+
+interface CachedToken {
+  token: string;
+  /** ms since the epoch after which the token is not used any more */
+  until: number;
+}
+
+/** a token is not used in its last seconds: a request sent with it must still arrive in time */
+const TOKEN_MARGIN_MS = 10_000;
+/** the spec's default lifetime when the token response gives none */
+const DEFAULT_TOKEN_SECONDS = 60;
+
+export class Upstream {
+  readonly host: string;
+  private readonly base: string;
+  private readonly basic?: string;
+  /** what the upstream asked for last: undefined until its first 401 */
+  private challenge?: Challenge;
+  private readonly tokens = new Map<string, CachedToken>();
+  private readonly tokenRequests = new Map<string, Promise<string>>();
+  /** refusals logged since the last success: each status once */
+  private readonly refusalsLogged = new Set<number>();
+
+  constructor(
+    private readonly options: UpstreamOptions,
+    private readonly logger: Logger,
+  ) {
+    const url = new URL(options.remoteurl);
+    this.host = url.host;
+    this.base = `${url.origin}${url.pathname.replace(/\/$/, '')}/v2/`;
+    if (options.username !== undefined && options.password !== undefined) {
+      this.basic = `Basic ${Buffer.from(`${options.username}:${options.password}`).toString('base64')}`;
+    }
+  }
+
+  /**
+   * The upstream's answer: a success or a 404 (the caller decides what 404 means). Throws
+   * UpstreamUnavailableError when it does not answer in time or fails (5xx), UpstreamRefusedError
+   * for other statuses (401/403 after authenticating, 429).
+   */
+  async request(req: UpstreamRequest): Promise<Response> {
+    const scope = `repository:${req.repository}:pull`;
+    let authorization = await this.knownAuthorization(scope);
+    let res = await this.send(req, authorization);
+    if (res.status === 401) {
+      const challenge = parseChallenge(res.headers.get('www-authenticate'));
+      await res.body?.cancel();
+      const retry = challenge && (await this.answer(challenge, scope, authorization));
+      if (retry) {
+        authorization = retry;
+        res = await this.send(req, authorization);
+      }
+    }
+    if (res.ok || res.status === 404) {
+      this.refusalsLogged.clear();
+      return res;
+    }
+    await res.body?.cancel();
+    if (res.status >= 500) throw new UpstreamUnavailableError(this.host, `it answered ${res.status}`);
+    throw this.refused(res.status, res.headers.get('retry-after') ?? undefined);
+  }
+
+  /** the Authorization of a request for `scope` before the upstream asked: a token once it wants tokens */
+  private async knownAuthorization(scope: string): Promise<string | undefined> {
+    if (this.challenge?.scheme === 'bearer') return `Bearer ${await this.token(this.challenge, scope)}`;
+    if (this.challenge?.scheme === 'basic') return this.basic;
+    return undefined;
+  }
+
+  /** the Authorization that answers a 401's challenge; undefined when there is nothing better to send */
+  private async answer(challenge: Challenge, scope: string, sent: string | undefined): Promise<string | undefined> {
+    this.challenge = challenge;
+    if (challenge.scheme === 'basic') return this.basic && sent !== this.basic ? this.basic : undefined;
+    // a token that was refused is not asked for again from the cache
+    const key = tokenKey(challenge, scope);
+    if (sent?.startsWith('Bearer ')) this.tokens.delete(key);
+    return `Bearer ${await this.token(challenge, scope)}`;
+  }
+
+  /** a token for `scope` from the challenge's realm: cached, and one request for all who need it now */
+  private async token(challenge: Challenge, scope: string): Promise<string> {
+    const key = tokenKey(challenge, scope);
+    const cached = this.tokens.get(key);
+    if (cached && cached.until > Date.now()) return cached.token;
+    const pending = this.tokenRequests.get(key);
+    if (pending) return pending;
+    const request = this.fetchToken(challenge, scope).then(
+      ({ token, until }) => {
+        this.tokens.set(key, { token, until });
+        return token;
+      },
+    );
+    this.tokenRequests.set(key, request);
+    try {
+      return await request;
+    } finally {
+      this.tokenRequests.delete(key);
+    }
+  }
+
+  private async fetchToken(challenge: Challenge, scope: string): Promise<CachedToken> {
+    const { realm, service } = challenge.params;
+    if (!realm) throw new UpstreamUnavailableError(this.host, 'its Bearer challenge names no realm');
+    const url = new URL(realm);
+    if (service) url.searchParams.set('service', service);
+    url.searchParams.set('scope', scope);
+    const headers: Record<string, string> = this.basic ? { authorization: this.basic } : {};
+    const res = await this.fetch(url, { method: 'GET', headers }, this.options.checkTimeoutMs, AbortSignal.timeout(this.options.checkTimeoutMs), 'token request');
+    if (!res.ok) {
+      await res.body?.cancel();
+      if (res.status >= 500) throw new UpstreamUnavailableError(this.host, `its token service answered ${res.status}`);
+      throw this.refused(res.status, res.headers.get('retry-after') ?? undefined);
+    }
+    const body = (await this.read(res.json())) as { token?: unknown; access_token?: unknown; expires_in?: unknown };
+    const token = typeof body.token === 'string' ? body.token : body.access_token;
+    if (typeof token !== 'string' || token === '') throw new UpstreamUnavailableError(this.host, 'its token service answered without a token');
+    const seconds = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : DEFAULT_TOKEN_SECONDS;
+    return { token, until: Date.now() + Math.max(seconds * 1000 - TOKEN_MARGIN_MS, seconds * 500) };
+  }
+
+  private send(req: UpstreamRequest, authorization: string | undefined): Promise<Response> {
+    const headers: Record<string, string> = { 'user-agent': 'berth-pull-through-cache', ...req.headers };
+    if (authorization) headers.authorization = authorization;
+    return this.fetch(new URL(req.path, this.base), { method: req.method, headers }, req.timeoutMs, req.signal, `${req.method} ${req.path}`);
+  }
+
+  /** fetch with a deadline for the response headers; failures become UpstreamUnavailableError */
+  private async fetch(url: URL, init: RequestInit, timeoutMs: number, signal: AbortSignal | undefined, what: string): Promise<Response> {
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    try {
+      return await fetch(url, { ...init, signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal });
+    } catch (err) {
+      throw this.unavailable(deadline.signal.aborted ? `no answer to ${what} within ${timeoutMs / 1000}s` : describe(err));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** the body of a response, read within the request's signal: a failure is the upstream's */
+  async read<T>(body: Promise<T>): Promise<T> {
+    try {
+      return await body;
+    } catch (err) {
+      throw this.unavailable(`its answer broke off: ${describe(err)}`);
+    }
+  }
+
+  private unavailable(reason: string): UpstreamUnavailableError {
+    this.logger.warn({ upstream: this.host, reason }, 'upstream registry unavailable');
+    return new UpstreamUnavailableError(this.host, reason);
+  }
+
+  /** a refusal, logged once per status (until a request succeeds) with what to fix */
+  private refused(status: number, retryAfter: string | undefined): UpstreamRefusedError {
+    if ((status === 401 || status === 403) && !this.refusalsLogged.has(status)) {
+      this.refusalsLogged.add(status);
+      const fix = this.basic
+        ? 'check proxy.username and proxy.password, and that the account may pull the repository'
+        : 'the upstream needs credentials: set proxy.username and proxy.password';
+      this.logger.error({ upstream: this.host, status }, `the upstream registry refused the pull-through cache's request: ${fix}`);
+    }
+    return new UpstreamRefusedError(this.host, status, retryAfter);
+  }
+}
+
+function tokenKey(challenge: Challenge, scope: string): string {
+  return `${challenge.params.realm}\n${challenge.params.service ?? ''}\n${scope}`;
+}

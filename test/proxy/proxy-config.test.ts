@@ -1,0 +1,50 @@
+/** The proxy block: Distribution's keys, what is not implemented yet refused clearly, secrets masked; the challenge parser. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { applyEnvOverrides, maskSecrets, validateConfig } from '../../src/config/load.js';
+import { parseChallenge } from '../../src/proxy/challenge.js';
+import { configProblems } from '../helpers/config.js';
+
+const base = { version: '0.1', storage: { inmemory: {} } };
+const withProxy = (proxy: unknown) => validateConfig({ ...base, proxy }, 'test');
+
+describe('proxy configuration', () => {
+  it('takes remoteurl, username, password and ttl 0, and masks the password', () => {
+    const config = withProxy({ remoteurl: 'https://registry-1.docker.io', username: 'me', password: 'hunter2', ttl: '0' });
+    assert.deepEqual(config.proxy, { remoteurl: 'https://registry-1.docker.io', username: 'me', password: 'hunter2', ttl: 0 });
+    assert.deepEqual((maskSecrets(config) as { proxy: unknown }).proxy, { remoteurl: 'https://registry-1.docker.io', username: 'me', password: '********', ttl: 0 });
+  });
+
+  it('takes the password from REGISTRY_PROXY_PASSWORD', () => {
+    const tree = applyEnvOverrides({ ...base, proxy: { remoteurl: 'https://r.example', username: 'me' } }, { REGISTRY_PROXY_PASSWORD: 'from-env' });
+    assert.equal(validateConfig(tree, 'test').proxy?.password, 'from-env');
+  });
+
+  it('refuses a TTL other than 0: expiry is not implemented yet', () => {
+    assert.deepEqual(configProblems(() => withProxy({ remoteurl: 'https://r.example', ttl: '168h' })), [
+      'proxy.ttl: TTL expiry is not implemented yet in this version of berth: cached content is kept until deleted; set ttl to 0 or remove the key',
+    ]);
+  });
+
+  it('refuses upstreams (not implemented yet), credentials in the URL, half the credentials and a URL that is not http(s)', () => {
+    assert.match(configProblems(() => withProxy({ remoteurl: 'https://r.example', upstreams: [] }))[0], /^proxy\.upstreams: .* is not implemented/);
+    const inURL = configProblems(() => withProxy({ remoteurl: 'https://me:hunter2@r.example' }));
+    assert.match(inURL[0], /^proxy\.remoteurl: put the credentials in proxy\.username/);
+    assert.doesNotMatch(inURL.join(), /hunter2/);
+    assert.match(configProblems(() => withProxy({ remoteurl: 'https://r.example', username: 'me' }))[0], /set both proxy\.username and proxy\.password/);
+    assert.match(configProblems(() => withProxy({ remoteurl: 'ftp://r.example' }))[0], /^proxy\.remoteurl: expected the http\(s\) URL/);
+  });
+});
+
+describe('WWW-Authenticate challenges', () => {
+  it('parses Bearer and Basic challenges, quoted and bare values', () => {
+    assert.deepEqual(parseChallenge('Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/alpine:pull"'), {
+      scheme: 'bearer',
+      params: { realm: 'https://auth.docker.io/token', service: 'registry.docker.io', scope: 'repository:library/alpine:pull' },
+    });
+    assert.deepEqual(parseChallenge('Basic realm="Registry Realm"'), { scheme: 'basic', params: { realm: 'Registry Realm' } });
+    assert.deepEqual(parseChallenge('bearer realm=https://x/t, service=s'), { scheme: 'bearer', params: { realm: 'https://x/t', service: 's' } });
+    assert.equal(parseChallenge('Negotiate abc'), undefined);
+    assert.equal(parseChallenge(null), undefined);
+  });
+});
