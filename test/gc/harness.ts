@@ -16,7 +16,7 @@ import { parseCollectArgs } from '../../src/registry/gc/args.js';
 import { unlessMissing } from '../../src/storage/driver.js';
 import { sha256 } from '../helpers/blobs.js';
 import { REPO_ROOT } from '../helpers/berth-process.js';
-import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { startBerth, type Overrides, type TestRegistry } from '../helpers/berth.js';
 import type { Image, ImageBlob } from '../helpers/images.js';
 import { cleanEnv } from '../helpers/processes.js';
 
@@ -39,8 +39,9 @@ export interface Store {
   stop(): Promise<void>;
 }
 
-export async function startStore(kind: StoreKind): Promise<Store> {
-  const berth = await startBerth({}, { driver: kind });
+/** a berth on fresh storage, or on a given filesystem root or S3 parameters (a root shared with Distribution) */
+export async function startStore(kind: StoreKind, options: { root?: string; s3?: Overrides } = {}): Promise<Store> {
+  const berth = await startBerth({}, { driver: kind, ...options });
   const driver = berth.app.driver;
   const configDir = await mkdtemp(join(tmpdir(), 'berth-gc-conf-'));
   const storage = kind === 'filesystem' ? { filesystem: { rootdirectory: berth.root } } : { s3: berth.s3 };
