@@ -130,6 +130,14 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       assert.ok(await store.exists(layout.referrerDescriptor(name, subject.digest as Digest, sbom.digest as Digest)));
     });
 
+    it('keeps the bytes of a signed first-generation manifest as pushed', async () => {
+      const name = 'gc/schema1';
+      const image = await pushImageOK(url, name, buildImage('schema1', { name, tag: 'v1' }), 'v1');
+      const run = await store.collect(['--delete-untagged']);
+      assert.equal(run.code, 0, run.stderr);
+      await assertServed(url, name, image, 'v1');
+    });
+
     it('leaves uploads in progress alone', async () => {
       const name = 'gc/uploading';
       const start = await fetch(`${url}/v2/${name}/blobs/uploads/`, { method: 'POST' });
