@@ -1,12 +1,22 @@
 #!/usr/bin/env node
-/** The `berth` command: serve, config check. */
+/** The `berth` command: serve, config check, garbage-collect. */
 import { createApp } from './app.js';
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
-import { StorageError } from './storage/driver.js';
+import type { Config } from './config/schema.js';
+import { s3Feature } from './features/s3.js';
+import { createLogger } from './log.js';
+import { parseCollectArgs } from './registry/gc/args.js';
+import { collectGarbage, summaryLine } from './registry/gc/index.js';
+import { Scheduler } from './scheduler/scheduler.js';
+import { StorageError, type StorageDriver } from './storage/driver.js';
+import { FilesystemDriver } from './storage/filesystem.js';
 
 const USAGE = `usage:
   berth serve [CONFIG.yml]     run the registry (no file: filesystem storage under ./data on :5000)
   berth config check FILE      print the effective configuration, or every error
+  berth garbage-collect [--dry-run] [--delete-untagged] [--quiet] CONFIG.yml
+                               delete the blobs no manifest references (with --delete-untagged, also the
+                               manifests no tag reaches); needs storage.maintenance.readonly (or --dry-run)
 environment: REGISTRY_CONFIGURATION_PATH names the file; REGISTRY_<KEY_PATH> overrides any key`;
 
 async function main(argv: string[]): Promise<number> {
@@ -17,6 +27,8 @@ async function main(argv: string[]): Promise<number> {
     case 'config':
       if (rest[0] === 'check' && rest[1]) return checkConfig(rest[1]);
       break;
+    case 'garbage-collect':
+      return garbageCollect(rest);
     case '-h':
     case '--help':
     case 'help':
@@ -48,6 +60,43 @@ async function checkConfig(file: string): Promise<number> {
   const { config } = await loadConfig(file);
   console.log(JSON.stringify(maskSecrets(config), null, 2));
   return 0;
+}
+
+/** offline collection: refused unless the configuration is read-only (docs/decisions.md, "Garbage collection (offline)") */
+async function garbageCollect(argv: string[]): Promise<number> {
+  const args = parseCollectArgs(argv);
+  if (typeof args === 'string') {
+    console.error(`berth garbage-collect: ${args}\n${USAGE}`);
+    return 2;
+  }
+  const { config } = await loadConfig(args.file);
+  if (!config.storage.maintenance.readonly.enabled && !args.dryRun) {
+    console.error(
+      'berth garbage-collect: the configuration is not read-only: a registry writing to this storage during the collection can lose images.\n' +
+        'Stop every registry using it or restart them with storage.maintenance.readonly.enabled: true, then run with that setting ' +
+        '(REGISTRY_STORAGE_MAINTENANCE_READONLY_ENABLED=true berth garbage-collect ...), or use --dry-run.',
+    );
+    return 1;
+  }
+  const driver = await collectionDriver(config);
+  try {
+    await driver.ready?.();
+    const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => console.log(line) });
+    console.log(summaryLine(summary, args.dryRun));
+  } finally {
+    await driver.close?.();
+  }
+  return 0;
+}
+
+/** the configured storage backend, without middleware (a collection needs no redirects) */
+async function collectionDriver(config: Config): Promise<StorageDriver> {
+  if (s3Feature.enabled(config)) {
+    const logger = createLogger(config.log, process.stderr);
+    return (await s3Feature.load(config, { logger, scheduler: new Scheduler(logger) })).driver!;
+  }
+  if (config.storage.filesystem) return new FilesystemDriver({ rootdirectory: config.storage.filesystem.rootdirectory });
+  throw new ConfigError(['storage: garbage-collect needs filesystem or s3 storage (in-memory storage ends with its process)'], 'storage');
 }
 
 main(process.argv.slice(2)).then(

@@ -1,0 +1,69 @@
+/**
+ * Garbage collection, offline (`berth garbage-collect`): mark what the manifests keep, sweep the
+ * rest. The registries sharing the storage must not write meanwhile (docs/decisions.md, "Garbage
+ * collection (offline)"). See README.md in this directory.
+ */
+import type { StorageDriver } from '../../storage/driver.js';
+import { readGraph } from './graph.js';
+import { markRepository } from './mark.js';
+import { repositoryNames } from './repositories.js';
+import { sweepBlobs, sweepRepository } from './sweep.js';
+
+export interface CollectOptions {
+  /** report what would be deleted, delete nothing */
+  dryRun: boolean;
+  /** keep only the manifests reachable from a tag (with their children and referrers) */
+  deleteUntagged: boolean;
+  /** one line per manifest and blob marked and per path deleted; not called when absent */
+  report?: (line: string) => void;
+  /** for the duration (tests pass their own) */
+  now?: () => number;
+}
+
+export interface CollectSummary {
+  repositories: number;
+  manifestsKept: number;
+  /** untagged manifests deleted (or, in a dry run, that would be) */
+  manifestsDeleted: number;
+  layerLinksDeleted: number;
+  /** digests marked: manifests and blobs that stay */
+  marked: number;
+  blobsDeleted: number;
+  bytesFreed: number;
+  durationMs: number;
+}
+
+export async function collectGarbage(driver: StorageDriver, options: CollectOptions): Promise<CollectSummary> {
+  const now = options.now ?? Date.now;
+  const started = now();
+  const report = options.report ?? (() => {});
+  const sweepOptions = { dryRun: options.dryRun, report };
+  const marked = new Set<string>();
+  const summary: CollectSummary = { repositories: 0, manifestsKept: 0, manifestsDeleted: 0, layerLinksDeleted: 0, marked: 0, blobsDeleted: 0, bytesFreed: 0, durationMs: 0 };
+  for await (const name of repositoryNames(driver)) {
+    report(name);
+    summary.repositories++;
+    const graph = await readGraph(driver, name);
+    const mark = markRepository(graph, options.deleteUntagged, marked, report);
+    const swept = await sweepRepository(driver, graph, mark, sweepOptions);
+    summary.manifestsKept += mark.kept.size;
+    summary.manifestsDeleted += swept.manifests;
+    summary.layerLinksDeleted += swept.layerLinks;
+  }
+  const blobs = await sweepBlobs(driver, marked, sweepOptions);
+  summary.marked = marked.size;
+  summary.blobsDeleted = blobs.blobs;
+  summary.bytesFreed = blobs.bytes;
+  summary.durationMs = now() - started;
+  return summary;
+}
+
+/** the summary as one line, e.g. for the command's last line of output */
+export function summaryLine(summary: CollectSummary, dryRun: boolean): string {
+  const verb = dryRun ? 'would delete' : 'deleted';
+  return (
+    `garbage-collect${dryRun ? ' (dry run)' : ''}: ${summary.repositories} repositories, ${summary.manifestsKept} manifests kept, ` +
+    `${verb} ${summary.manifestsDeleted} manifests, ${summary.blobsDeleted} blobs (${summary.bytesFreed} bytes) and ${summary.layerLinksDeleted} layer links, ` +
+    `${summary.marked} digests marked, in ${(summary.durationMs / 1000).toFixed(2)}s`
+  );
+}

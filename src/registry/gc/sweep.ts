@@ -1,0 +1,97 @@
+/**
+ * The sweep. Per repository, right after its mark (nothing another repository keeps lives in it):
+ * the manifests not kept (their revision directory with berth.json, their entries in tag indexes
+ * and in berth's referrers index), the `_layers` links no kept manifest of the repository uses,
+ * referrers-index entries and revision side files of manifests that are gone. Then, once every
+ * repository is marked, the blobs under `blobs/` that nothing marked.
+ *
+ * Links go before the content they point at, so a collection that stops half way leaves no link
+ * to a missing blob. Uploads in progress (`_uploads`) are not touched: their data is not under
+ * `blobs/` until it is committed.
+ */
+import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
+import type { Digest } from '../digest.js';
+import * as layout from '../layout.js';
+import { keepRepository } from '../repositories.js';
+import { tagIndexEntryDir, READS, type RepositoryGraph } from './graph.js';
+import type { RepositoryMark } from './mark.js';
+import { forEach } from './pool.js';
+
+export interface SweepOptions {
+  dryRun: boolean;
+  report: (line: string) => void;
+}
+
+export interface RepositorySweep {
+  manifests: number;
+  layerLinks: number;
+}
+
+export async function sweepRepository(driver: StorageDriver, graph: RepositoryGraph, mark: RepositoryMark, options: SweepOptions): Promise<RepositorySweep> {
+  const { name } = graph;
+  const remove = async (path: string, what: string) => {
+    options.report(`${name}: ${what} eligible for deletion: ${path}`);
+    if (!options.dryRun) await unlessMissing(driver.delete(path));
+  };
+
+  if (mark.unkept.length > 0) {
+    // the repository stays known when its last manifest goes, as after a delete through the API
+    if (!options.dryRun) await keepRepository(driver, name);
+    const unkept = new Set<string>(mark.unkept);
+    for (const digest of mark.unkept) options.report(`${name}: manifest eligible for deletion: ${digest}`);
+    await forEach(graph.tags.keys(), READS, async (tag) => {
+      const names = (await unlessMissing(driver.listNames(`${layout.tagDir(name, tag)}/index/sha256`))) ?? [];
+      for (const hex of names) {
+        const digest: Digest = `sha256:${hex}`;
+        if (unkept.has(digest)) await remove(tagIndexEntryDir(name, tag, digest), 'tag index entry');
+      }
+    });
+    await forEach(mark.unkept, READS, (digest) => remove(layout.manifestRevisionDir(name, digest), 'revision'));
+  }
+  for (const dir of graph.leftovers) await remove(dir, 'revision side files');
+  await sweepReferrers(driver, name, mark.kept, remove);
+
+  const links = (await unlessMissing(driver.listNames(`${layout.repository(name)}/_layers/sha256`))) ?? [];
+  const unused = links.filter((hex) => !mark.used.has(`sha256:${hex}`));
+  await forEach(unused, READS, (hex) => remove(layout.layerLinkDir(name, `sha256:${hex}`), 'layer link'));
+  return { manifests: mark.unkept.length, layerLinks: unused.length };
+}
+
+/** berth's referrers index: the entries of referrers that are not kept (a subject with none left goes whole) */
+async function sweepReferrers(driver: StorageDriver, name: string, kept: Set<string>, remove: (path: string, what: string) => Promise<void>): Promise<void> {
+  const root = `${layout.manifestsDir(name)}/referrers/sha256`;
+  const subjects = (await unlessMissing(driver.listNames(root))) ?? [];
+  await forEach(subjects, READS, async (subjectHex) => {
+    const subject: Digest = `sha256:${subjectHex}`;
+    const entries = (await unlessMissing(driver.listNames(`${layout.referrersDir(name, subject)}/sha256`))) ?? [];
+    const gone = entries.filter((hex) => !kept.has(`sha256:${hex}`));
+    if (gone.length > 0 && gone.length === entries.length) return remove(layout.referrersDir(name, subject), 'referrers index');
+    for (const hex of gone) await remove(layout.referrerDir(name, subject, `sha256:${hex}`), 'referrers index entry');
+  });
+}
+
+export interface BlobSweep {
+  blobs: number;
+  bytes: number;
+}
+
+/** every blob under `blobs/` whose digest is not in `marked` */
+export async function sweepBlobs(driver: StorageDriver, marked: Set<string>, options: SweepOptions): Promise<BlobSweep> {
+  const root = `${layout.ROOT}/blobs/sha256`;
+  const result: BlobSweep = { blobs: 0, bytes: 0 };
+  for (const prefix of (await unlessMissing(driver.listNames(root))) ?? []) {
+    const names = (await unlessMissing(driver.listNames(`${root}/${prefix}`))) ?? [];
+    const unmarked = names.filter((hex) => !marked.has(`sha256:${hex}`));
+    await forEach(unmarked, READS, async (hex) => {
+      const digest: Digest = `sha256:${hex}`;
+      // a directory without data is no blob (Distribution enumerates blobs by their data too)
+      const info = await unlessMissing(driver.stat(layout.blobData(digest)));
+      if (!info) return;
+      options.report(`blob eligible for deletion: ${digest} (${info.size} bytes)`);
+      result.blobs++;
+      result.bytes += info.size;
+      if (!options.dryRun) await unlessMissing(driver.delete(layout.blobDir(digest)));
+    });
+  }
+  return result;
+}

@@ -1,0 +1,155 @@
+/**
+ * The offline collection's cases, run for each storage driver (filesystem.test.ts, s3.test.ts,
+ * inmemory.test.ts): images are pushed through a running berth, so the layout is the real one.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as layout from '../../src/registry/layout.js';
+import type { Digest } from '../../src/registry/digest.js';
+import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
+import { assertServed, manifestStatus, sharingLayer, startStore, summaryOf, type Store, type StoreKind } from './harness.js';
+
+/** every blob an image (and its children) brings, manifests included */
+function digestsOf(image: Image): string[] {
+  return [image.digest, ...image.blobs.map((b) => b.digest), ...image.children.flatMap(digestsOf)];
+}
+
+async function deleteManifest(base: string, name: string, digest: string): Promise<void> {
+  const res = await fetch(`${base}/v2/${name}/manifests/${digest}`, { method: 'DELETE' });
+  assert.equal(res.status, 202);
+}
+
+export function describeCollection(kind: StoreKind, options: { skip?: string | false } = {}): void {
+  describe(`garbage-collect on ${kind}`, { skip: options.skip ?? false }, () => {
+    let store: Store;
+    let url: string;
+    before(async () => {
+      store = await startStore(kind);
+      url = store.berth.url;
+    });
+    after(async () => store?.stop());
+
+    it("frees a deleted image's own blobs and layer links, keeps a layer another image shares; --dry-run deletes nothing", async () => {
+      const name = 'gc/deleted';
+      const kept = await pushImageOK(url, name, buildImage('docker-v2', { layers: 2 }), 'kept');
+      const gone = await pushImageOK(url, name, sharingLayer(buildImage('docker-v2', { layers: 2 }), kept.blobs[1]), 'gone');
+      await deleteManifest(url, name, gone.digest);
+      const own = [gone.digest, gone.blobs[0].digest, gone.blobs[2].digest];
+      const ownBytes = gone.body.length + gone.blobs[0].size + gone.blobs[2].size;
+
+      if (kind !== 'inmemory') {
+        const refused = await store.collect([], { readOnly: false });
+        assert.equal(refused.code, 1, refused.stderr);
+        assert.match(refused.stderr, /not read-only/);
+        for (const digest of own) assert.notEqual(await store.stored(digest), undefined, 'a refused collection deletes nothing');
+      }
+
+      const dry = await store.collect(['--dry-run'], { readOnly: false });
+      assert.equal(dry.code, 0, dry.stderr);
+      for (const digest of own) assert.match(dry.stdout, new RegExp(`blob eligible for deletion: ${digest}`));
+      assert.deepEqual(summaryOf(dry), { manifests: 0, blobs: 3, bytes: ownBytes });
+      for (const digest of [...own, ...digestsOf(kept)]) assert.notEqual(await store.stored(digest), undefined, `dry run kept ${digest}`);
+      assert.ok(await store.exists(layout.layerLink(name, gone.blobs[2].digest as Digest)));
+
+      const run = await store.collect([]);
+      assert.equal(run.code, 0, run.stderr);
+      assert.deepEqual(summaryOf(run), { manifests: 0, blobs: 3, bytes: ownBytes });
+      for (const digest of own) assert.equal(await store.stored(digest), undefined, `${digest} freed`);
+      for (const digest of digestsOf(kept)) assert.notEqual(await store.stored(digest), undefined, `${digest} kept`);
+      assert.equal(await store.exists(layout.layerLink(name, gone.blobs[2].digest as Digest)), false, 'the unique layer link goes');
+      assert.equal(await store.exists(layout.layerLink(name, gone.blobs[0].digest as Digest)), false, 'the config link goes');
+      assert.ok(await store.exists(layout.layerLink(name, kept.blobs[1].digest as Digest)), 'the shared layer link stays');
+      await assertServed(url, name, kept, 'kept');
+
+      const again = await store.collect(['--quiet']);
+      assert.equal(again.stdout.trim().split('\n').length, 1, 'quiet: the summary line only');
+      assert.deepEqual(summaryOf(again), { manifests: 0, blobs: 0, bytes: 0 });
+    });
+
+    it('a layer shared with another repository stays when its image is deleted in one', async () => {
+      const image = buildImage('oci-manifest');
+      await pushImageOK(url, 'gc/one', image, 'v1');
+      await pushImageOK(url, 'gc/two', image, 'v1');
+      await deleteManifest(url, 'gc/one', image.digest);
+      const run = await store.collect(['--delete-untagged']);
+      assert.equal(run.code, 0, run.stderr);
+      for (const digest of digestsOf(image)) assert.notEqual(await store.stored(digest), undefined);
+      await assertServed(url, 'gc/two', image, 'v1');
+      assert.equal(await store.exists(layout.layerLink('gc/one', image.blobs[1].digest as Digest)), false, 'gc/one no longer uses it');
+    });
+
+    it('--delete-untagged removes untagged manifests and keeps the untagged children of a tagged index (distribution/distribution#3178)', async () => {
+      const name = 'gc/untagged';
+      const index = buildImage('oci-index');
+      for (const child of index.children) await pushImageOK(url, name, child); // by digest: untagged
+      await pushImageOK(url, name, index, 'multi');
+      const list = await pushImageOK(url, name, buildImage('docker-list'), 'list');
+      const untagged = await pushImageOK(url, name, buildImage('docker-v2'));
+      const retagged = await pushImageOK(url, name, buildImage('oci-manifest'), 'moving');
+      const current = await pushImageOK(url, name, buildImage('oci-manifest'), 'moving');
+      const dropped = [untagged, retagged];
+
+      const dry = await store.collect(['--dry-run', '--delete-untagged']);
+      assert.equal(summaryOf(dry).manifests, 2);
+      for (const image of dropped) assert.equal(await manifestStatus(url, name, image.digest), 200, 'the dry run deletes no manifest');
+
+      const run = await store.collect(['--delete-untagged']);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(summaryOf(run).manifests, 2);
+      for (const image of dropped) {
+        assert.equal(await manifestStatus(url, name, image.digest), 404, `${image.digest} deleted`);
+        for (const digest of digestsOf(image)) assert.equal(await store.stored(digest), undefined, `${digest} freed`);
+        assert.equal(await store.exists(layout.manifestRevisionDir(name, image.digest as Digest)), false, 'revision and berth.json gone');
+      }
+      assert.equal(await store.exists(layout.tagIndexLink(name, 'moving', retagged.digest as Digest)), false, "the tag's history entry goes");
+      await assertServed(url, name, index, 'multi');
+      await assertServed(url, name, list, 'list');
+      await assertServed(url, name, current, 'moving');
+      for (const image of [index, list, current]) for (const digest of digestsOf(image)) assert.notEqual(await store.stored(digest), undefined);
+    });
+
+    it('--delete-untagged keeps a referrer whose subject is kept and deletes one whose subject goes', async () => {
+      const name = 'gc/referrers';
+      const subject = await pushImageOK(url, name, buildImage('oci-manifest'), 'app');
+      const sbom = await pushImageOK(url, name, buildImage('oci-artifact', { subject }));
+      const doomed = await pushImageOK(url, name, buildImage('oci-manifest'));
+      const signature = await pushImageOK(url, name, buildImage('oci-artifact', { subject: doomed, artifactType: 'application/vnd.example.signature.v1' }));
+
+      const run = await store.collect(['--delete-untagged']);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(summaryOf(run).manifests, 2);
+      await assertServed(url, name, subject, 'app');
+      await assertServed(url, name, sbom);
+      const referrers = (await (await fetch(`${url}/v2/${name}/referrers/${subject.digest}`)).json()) as { manifests: { digest: string }[] };
+      assert.deepEqual(referrers.manifests.map((m) => m.digest), [sbom.digest]);
+      for (const image of [doomed, signature]) assert.equal(await manifestStatus(url, name, image.digest), 404);
+      assert.equal(await store.stored(signature.digest), undefined);
+      assert.equal(await store.stored(signature.blobs[1].digest), undefined, "the signature's layer is freed");
+      assert.notEqual(await store.stored(signature.blobs[0].digest), undefined, 'the empty config, shared with the SBOM, stays');
+      assert.equal(await store.exists(layout.referrersDir(name, doomed.digest as Digest)), false, "berth's referrers index of the deleted subject goes");
+      assert.ok(await store.exists(layout.referrerDescriptor(name, subject.digest as Digest, sbom.digest as Digest)));
+    });
+
+    it('keeps the bytes of a signed first-generation manifest as pushed', async () => {
+      const name = 'gc/schema1';
+      const image = await pushImageOK(url, name, buildImage('schema1', { name, tag: 'v1' }), 'v1');
+      const run = await store.collect(['--delete-untagged']);
+      assert.equal(run.code, 0, run.stderr);
+      await assertServed(url, name, image, 'v1');
+    });
+
+    it('leaves uploads in progress alone', async () => {
+      const name = 'gc/uploading';
+      const start = await fetch(`${url}/v2/${name}/blobs/uploads/`, { method: 'POST' });
+      assert.equal(start.status, 202);
+      const location = new URL(start.headers.get('location')!, url);
+      const patched = await fetch(location, { method: 'PATCH', body: Buffer.from('half a layer'), headers: { 'content-type': 'application/octet-stream' } });
+      assert.equal(patched.status, 202);
+      const run = await store.collect(['--delete-untagged']);
+      assert.equal(run.code, 0, run.stderr);
+      const status = await fetch(new URL(patched.headers.get('location')!, url));
+      assert.equal(status.status, 204, 'the upload goes on');
+      assert.equal(status.headers.get('range'), '0-11');
+    });
+  });
+}
