@@ -123,17 +123,27 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       const sbom = await pushImageOK(url, name, buildImage('oci-artifact', { subject }));
       const doomed = await pushImageOK(url, name, buildImage('oci-manifest'));
       const signature = await pushImageOK(url, name, buildImage('oci-artifact', { subject: doomed, artifactType: 'application/vnd.example.signature.v1' }));
+      // a tagged subject deleted through the API: its referrer no longer hangs on anything
+      const deleted = await pushImageOK(url, name, buildImage('oci-manifest'), 'old');
+      const orphan = await pushImageOK(url, name, buildImage('oci-artifact', { subject: deleted, artifactType: 'application/vnd.example.sbom.v1' }));
+      await deleteManifest(url, name, deleted.digest);
+
+      const plain = await store.collect([]);
+      assert.equal(plain.code, 0, plain.stderr);
+      assert.equal(await manifestStatus(url, name, orphan.digest), 200, 'without --delete-untagged every stored manifest stays');
 
       const run = await store.collect(['--delete-untagged']);
       assert.equal(run.code, 0, run.stderr);
-      assert.equal(summaryOf(run).manifests, 2);
+      assert.equal(summaryOf(run).manifests, 3);
       await assertServed(url, name, subject, 'app');
       await assertServed(url, name, sbom);
       keep(name, subject, 'app');
       keep(name, sbom);
       const referrers = (await (await fetch(`${url}/v2/${name}/referrers/${subject.digest}`)).json()) as { manifests: { digest: string }[] };
       assert.deepEqual(referrers.manifests.map((m) => m.digest), [sbom.digest]);
-      for (const image of [doomed, signature]) assert.equal(await manifestStatus(url, name, image.digest), 404);
+      for (const image of [doomed, signature, orphan]) assert.equal(await manifestStatus(url, name, image.digest), 404);
+      assert.equal(await store.stored(orphan.blobs[1].digest), undefined, "the deleted subject's referrer's layer is freed");
+      assert.equal(await store.exists(layout.referrersDir(name, deleted.digest as Digest)), false);
       assert.equal(await store.stored(signature.digest), undefined);
       assert.equal(await store.stored(signature.blobs[1].digest), undefined, "the signature's layer is freed");
       assert.notEqual(await store.stored(signature.blobs[0].digest), undefined, 'the empty config, shared with the SBOM, stays');
