@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as layout from '../../src/registry/layout.js';
 import type { Digest } from '../../src/registry/digest.js';
+import { startBerth } from '../helpers/berth.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
 import { assertServed, manifestStatus, sharingLayer, startStore, summaryOf, type Store, type StoreKind } from './harness.js';
 
@@ -23,11 +24,14 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
   describe(`garbage-collect on ${kind}`, { skip: options.skip ?? false }, () => {
     let store: Store;
     let url: string;
+    /** what the cases keep: a fresh berth on the collected storage serves it all (the last case) */
+    const kept: { name: string; image: Image; tag?: string }[] = [];
     before(async () => {
       store = await startStore(kind);
       url = store.berth.url;
     });
     after(async () => store?.stop());
+    const keep = (name: string, image: Image, tag?: string) => kept.push({ name, image, tag });
 
     it("frees a deleted image's own blobs and layer links, keeps a layer another image shares; --dry-run deletes nothing", async () => {
       const name = 'gc/deleted';
@@ -60,6 +64,7 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       assert.equal(await store.exists(layout.layerLink(name, gone.blobs[0].digest as Digest)), false, 'the config link goes');
       assert.ok(await store.exists(layout.layerLink(name, kept.blobs[1].digest as Digest)), 'the shared layer link stays');
       await assertServed(url, name, kept, 'kept');
+      keep(name, kept, 'kept');
 
       const again = await store.collect(['--quiet']);
       assert.equal(again.stdout.trim().split('\n').length, 1, 'quiet: the summary line only');
@@ -75,6 +80,7 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       assert.equal(run.code, 0, run.stderr);
       for (const digest of digestsOf(image)) assert.notEqual(await store.stored(digest), undefined);
       await assertServed(url, 'gc/two', image, 'v1');
+      keep('gc/two', image, 'v1');
       assert.equal(await store.exists(layout.layerLink('gc/one', image.blobs[1].digest as Digest)), false, 'gc/one no longer uses it');
     });
 
@@ -105,6 +111,9 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       await assertServed(url, name, index, 'multi');
       await assertServed(url, name, list, 'list');
       await assertServed(url, name, current, 'moving');
+      keep(name, index, 'multi');
+      keep(name, list, 'list');
+      keep(name, current, 'moving');
       for (const image of [index, list, current]) for (const digest of digestsOf(image)) assert.notEqual(await store.stored(digest), undefined);
     });
 
@@ -114,15 +123,27 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       const sbom = await pushImageOK(url, name, buildImage('oci-artifact', { subject }));
       const doomed = await pushImageOK(url, name, buildImage('oci-manifest'));
       const signature = await pushImageOK(url, name, buildImage('oci-artifact', { subject: doomed, artifactType: 'application/vnd.example.signature.v1' }));
+      // a tagged subject deleted through the API: its referrer no longer hangs on anything
+      const deleted = await pushImageOK(url, name, buildImage('oci-manifest'), 'old');
+      const orphan = await pushImageOK(url, name, buildImage('oci-artifact', { subject: deleted, artifactType: 'application/vnd.example.sbom.v1' }));
+      await deleteManifest(url, name, deleted.digest);
+
+      const plain = await store.collect([]);
+      assert.equal(plain.code, 0, plain.stderr);
+      assert.equal(await manifestStatus(url, name, orphan.digest), 200, 'without --delete-untagged every stored manifest stays');
 
       const run = await store.collect(['--delete-untagged']);
       assert.equal(run.code, 0, run.stderr);
-      assert.equal(summaryOf(run).manifests, 2);
+      assert.equal(summaryOf(run).manifests, 3);
       await assertServed(url, name, subject, 'app');
       await assertServed(url, name, sbom);
+      keep(name, subject, 'app');
+      keep(name, sbom);
       const referrers = (await (await fetch(`${url}/v2/${name}/referrers/${subject.digest}`)).json()) as { manifests: { digest: string }[] };
       assert.deepEqual(referrers.manifests.map((m) => m.digest), [sbom.digest]);
-      for (const image of [doomed, signature]) assert.equal(await manifestStatus(url, name, image.digest), 404);
+      for (const image of [doomed, signature, orphan]) assert.equal(await manifestStatus(url, name, image.digest), 404);
+      assert.equal(await store.stored(orphan.blobs[1].digest), undefined, "the deleted subject's referrer's layer is freed");
+      assert.equal(await store.exists(layout.referrersDir(name, deleted.digest as Digest)), false);
       assert.equal(await store.stored(signature.digest), undefined);
       assert.equal(await store.stored(signature.blobs[1].digest), undefined, "the signature's layer is freed");
       assert.notEqual(await store.stored(signature.blobs[0].digest), undefined, 'the empty config, shared with the SBOM, stays');
@@ -136,6 +157,7 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       const run = await store.collect(['--delete-untagged']);
       assert.equal(run.code, 0, run.stderr);
       await assertServed(url, name, image, 'v1');
+      keep(name, image, 'v1');
     });
 
     it('leaves uploads in progress alone', async () => {
@@ -150,6 +172,19 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       const status = await fetch(new URL(patched.headers.get('location')!, url));
       assert.equal(status.status, 204, 'the upload goes on');
       assert.equal(status.headers.get('range'), '0-11');
+    });
+
+    it('a fresh berth on the collected storage serves every kept image byte for byte, by tag and by digest', { skip: kind === 'inmemory' && 'in-memory storage ends with its registry' }, async () => {
+      assert.equal(kept.length, 8, 'the cases above ran');
+      const fresh = await startBerth({}, { driver: kind, root: store.berth.root, s3: store.berth.s3 });
+      try {
+        for (const { name, image, tag } of kept) {
+          await assertServed(fresh.url, name, image, tag ?? image.digest);
+          await assertServed(fresh.url, name, image);
+        }
+      } finally {
+        await fresh.stop();
+      }
     });
   });
 }

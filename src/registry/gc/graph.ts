@@ -1,8 +1,8 @@
 /**
  * One repository's manifests as a graph, read from storage: which revisions exist, what each one
  * references (children, config and layers, subject) and where the tags point. Only manifests are
- * read, never layer content; a repository's graph is dropped once it is marked, so memory holds
- * one repository's digests at a time (plus the registry-wide mark set).
+ * read, never layer content; a repository's graph is dropped once it is swept, so memory holds
+ * the digests of the few repositories in progress (plus the registry-wide mark set).
  */
 import { posix } from 'node:path';
 import { unlessMissing, type StorageDriver } from '../../storage/driver.js';

@@ -6,8 +6,12 @@
 import type { StorageDriver } from '../../storage/driver.js';
 import { readGraph } from './graph.js';
 import { markRepository } from './mark.js';
+import { forEach } from './pool.js';
 import { repositoryNames } from './repositories.js';
 import { sweepBlobs, sweepRepository } from './sweep.js';
+
+/** how many repositories are read, marked and swept at once */
+export const REPOSITORIES_AT_ONCE = 8;
 
 export interface CollectOptions {
   /** report what would be deleted, delete nothing */
@@ -40,7 +44,8 @@ export async function collectGarbage(driver: StorageDriver, options: CollectOpti
   const sweepOptions = { dryRun: options.dryRun, report };
   const marked = new Set<string>();
   const summary: CollectSummary = { repositories: 0, manifestsKept: 0, manifestsDeleted: 0, layerLinksDeleted: 0, marked: 0, blobsDeleted: 0, bytesFreed: 0, durationMs: 0 };
-  for await (const name of repositoryNames(driver)) {
+  // repositories are independent until the blob sweep: a few at a time keep the storage busy
+  await forEach(repositoryNames(driver), REPOSITORIES_AT_ONCE, async (name) => {
     report(name);
     summary.repositories++;
     const graph = await readGraph(driver, name);
@@ -49,7 +54,7 @@ export async function collectGarbage(driver: StorageDriver, options: CollectOpti
     summary.manifestsKept += mark.kept.size;
     summary.manifestsDeleted += swept.manifests;
     summary.layerLinksDeleted += swept.layerLinks;
-  }
+  });
   const blobs = await sweepBlobs(driver, marked, sweepOptions);
   summary.marked = marked.size;
   summary.blobsDeleted = blobs.blobs;

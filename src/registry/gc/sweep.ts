@@ -79,7 +79,8 @@ export interface BlobSweep {
 export async function sweepBlobs(driver: StorageDriver, marked: Set<string>, options: SweepOptions): Promise<BlobSweep> {
   const root = `${layout.ROOT}/blobs/sha256`;
   const result: BlobSweep = { blobs: 0, bytes: 0 };
-  for (const prefix of (await unlessMissing(driver.listNames(root))) ?? []) {
+  // a few of the 256 prefix directories at a time, each with READS deletes in flight
+  await forEach((await unlessMissing(driver.listNames(root))) ?? [], 4, async (prefix) => {
     const names = (await unlessMissing(driver.listNames(`${root}/${prefix}`))) ?? [];
     const unmarked = names.filter((hex) => !marked.has(`sha256:${hex}`));
     await forEach(unmarked, READS, async (hex) => {
@@ -92,6 +93,6 @@ export async function sweepBlobs(driver: StorageDriver, marked: Set<string>, opt
       result.bytes += info.size;
       if (!options.dryRun) await unlessMissing(driver.delete(layout.blobDir(digest)));
     });
-  }
+  });
   return result;
 }
