@@ -9,10 +9,18 @@ export const REPOSITORIES = `${ROOT}/repositories`;
 
 const hexOf = (digest: Digest) => digestHex(digest);
 
+/** every blob, in 256 directories named by the first 2 hex of their digests */
+export const BLOBS = `${ROOT}/blobs/sha256`;
+
+/** one of BLOBS' directories: the blobs whose hex starts with `prefix` */
+export function blobPrefixDir(prefix: string): string {
+  return `${BLOBS}/${prefix}`;
+}
+
 /** the directory of one blob's content: blobs/sha256/<first 2 hex>/<hex> */
 export function blobDir(digest: Digest): string {
   const hex = hexOf(digest);
-  return `${ROOT}/blobs/sha256/${hex.slice(0, 2)}/${hex}`;
+  return `${blobPrefixDir(hex.slice(0, 2))}/${hex}`;
 }
 
 export function blobData(digest: Digest): string {
@@ -25,11 +33,16 @@ export function repository(name: string): string {
 
 /** a repository's link to a layer (or config) blob: its existence grants the repository access */
 export function layerLink(name: string, digest: Digest): string {
-  return `${repository(name)}/_layers/sha256/${hexOf(digest)}/link`;
+  return `${layerLinkDir(name, digest)}/link`;
+}
+
+/** a repository's layer links, one directory per digest hex */
+export function layersDir(name: string): string {
+  return `${repository(name)}/_layers/sha256`;
 }
 
 export function layerLinkDir(name: string, digest: Digest): string {
-  return `${repository(name)}/_layers/sha256/${hexOf(digest)}`;
+  return `${layersDir(name)}/${hexOf(digest)}`;
 }
 
 /** the directory whose presence makes a repository (for the catalog, tags and manifests), as in Distribution 3 */
@@ -71,8 +84,17 @@ export function tagCurrentLink(name: string, tag: string): string {
   return `${tagDir(name, tag)}/current/link`;
 }
 
+/** a tag's index: one directory per manifest the tag has named */
+export function tagIndexDir(name: string, tag: string): string {
+  return `${tagDir(name, tag)}/index/sha256`;
+}
+
+export function tagIndexEntryDir(name: string, tag: string, digest: Digest): string {
+  return `${tagIndexDir(name, tag)}/${hexOf(digest)}`;
+}
+
 export function tagIndexLink(name: string, tag: string, digest: Digest): string {
-  return `${tagDir(name, tag)}/index/sha256/${hexOf(digest)}/link`;
+  return `${tagIndexEntryDir(name, tag, digest)}/link`;
 }
 
 export function uploadsDir(name: string): string {
@@ -100,13 +122,23 @@ export function manifestRevisionMeta(name: string, digest: Digest): string {
   return `${manifestRevisionDir(name, digest)}/berth.json`;
 }
 
-/** berth's referrers index (OCI 1.1): one descriptor file per manifest whose `subject` is `subject` */
+/** berth's referrers index (OCI 1.1): one directory per subject that has referrers */
+export function referrerSubjectsDir(name: string): string {
+  return `${manifestsDir(name)}/referrers/sha256`;
+}
+
+/** one subject's referrers: one descriptor file per manifest whose `subject` is `subject` */
 export function referrersDir(name: string, subject: Digest): string {
-  return `${manifestsDir(name)}/referrers/sha256/${hexOf(subject)}`;
+  return `${referrerSubjectsDir(name)}/${hexOf(subject)}`;
+}
+
+/** the directories of `subject`'s referrers, one per referrer digest hex */
+export function referrerEntriesDir(name: string, subject: Digest): string {
+  return `${referrersDir(name, subject)}/sha256`;
 }
 
 export function referrerDir(name: string, subject: Digest, digest: Digest): string {
-  return `${referrersDir(name, subject)}/sha256/${hexOf(digest)}`;
+  return `${referrerEntriesDir(name, subject)}/${hexOf(digest)}`;
 }
 
 export function referrerDescriptor(name: string, subject: Digest, digest: Digest): string {

@@ -88,7 +88,7 @@ export class ManifestStore {
   /** descriptors of the manifests whose subject is `subject`, optionally of one artifactType */
   async referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
     await checkRepository(this.driver, name);
-    const entries = (await unlessMissing(this.driver.list(`${layout.referrersDir(name, subject)}/sha256`))) ?? [];
+    const entries = (await unlessMissing(this.driver.list(layout.referrerEntriesDir(name, subject)))) ?? [];
     const descriptors = await Promise.all(
       entries.map(async (dir) => {
         const content = await unlessMissing(this.driver.getContent(`${dir}/descriptor`)); // deleted meanwhile

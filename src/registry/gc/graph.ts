@@ -4,7 +4,6 @@
  * read, never layer content; a repository's graph is dropped once it is swept, so memory holds
  * the digests of the few repositories in progress (plus the registry-wide mark set).
  */
-import { posix } from 'node:path';
 import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import { isDigest, type Digest } from '../digest.js';
 import * as layout from '../layout.js';
@@ -42,9 +41,8 @@ export async function readGraph(driver: StorageDriver, name: string): Promise<Re
   const revisions = (await unlessMissing(driver.listNames(layout.manifestRevisionsDir(name)))) ?? [];
   await forEach(revisions, READS, async (hex) => {
     const digest = `sha256:${hex}`;
-    const dir = `${layout.manifestRevisionsDir(name)}/${hex}`;
-    if (!isDigest(digest) || (await readLink(driver, `${dir}/link`)) !== digest) {
-      graph.leftovers.push(dir);
+    if (!isDigest(digest) || (await readLink(driver, layout.manifestRevisionLink(name, digest))) !== digest) {
+      graph.leftovers.push(`${layout.manifestRevisionsDir(name)}/${hex}`); // also for a name that is no digest
       return;
     }
     graph.manifests.set(digest, await readNode(driver, name, digest));
@@ -86,9 +84,4 @@ function parseSigned(meta: Buffer): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** the directory of one entry of a tag's index (the manifests the tag has named) */
-export function tagIndexEntryDir(name: string, tag: string, digest: Digest): string {
-  return posix.dirname(layout.tagIndexLink(name, tag, digest));
 }

@@ -13,7 +13,7 @@ import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import type { Digest } from '../digest.js';
 import * as layout from '../layout.js';
 import { keepRepository } from '../repositories.js';
-import { tagIndexEntryDir, READS, type RepositoryGraph } from './graph.js';
+import { READS, type RepositoryGraph } from './graph.js';
 import type { RepositoryMark } from './mark.js';
 import { forEach } from './pool.js';
 
@@ -40,10 +40,10 @@ export async function sweepRepository(driver: StorageDriver, graph: RepositoryGr
     const unkept = new Set<string>(mark.unkept);
     for (const digest of mark.unkept) options.report(`${name}: manifest eligible for deletion: ${digest}`);
     await forEach(graph.tags.keys(), READS, async (tag) => {
-      const names = (await unlessMissing(driver.listNames(`${layout.tagDir(name, tag)}/index/sha256`))) ?? [];
+      const names = (await unlessMissing(driver.listNames(layout.tagIndexDir(name, tag)))) ?? [];
       for (const hex of names) {
         const digest: Digest = `sha256:${hex}`;
-        if (unkept.has(digest)) await remove(tagIndexEntryDir(name, tag, digest), 'tag index entry');
+        if (unkept.has(digest)) await remove(layout.tagIndexEntryDir(name, tag, digest), 'tag index entry');
       }
     });
     await forEach(mark.unkept, READS, (digest) => remove(layout.manifestRevisionDir(name, digest), 'revision'));
@@ -51,7 +51,7 @@ export async function sweepRepository(driver: StorageDriver, graph: RepositoryGr
   for (const dir of graph.leftovers) await remove(dir, 'revision side files');
   await sweepReferrers(driver, name, mark.kept, remove);
 
-  const links = (await unlessMissing(driver.listNames(`${layout.repository(name)}/_layers/sha256`))) ?? [];
+  const links = (await unlessMissing(driver.listNames(layout.layersDir(name)))) ?? [];
   const unused = links.filter((hex) => !mark.used.has(`sha256:${hex}`));
   await forEach(unused, READS, (hex) => remove(layout.layerLinkDir(name, `sha256:${hex}`), 'layer link'));
   return { manifests: mark.unkept.length, layerLinks: unused.length };
@@ -59,11 +59,10 @@ export async function sweepRepository(driver: StorageDriver, graph: RepositoryGr
 
 /** berth's referrers index: the entries of referrers that are not kept (a subject with none left goes whole) */
 async function sweepReferrers(driver: StorageDriver, name: string, kept: Set<string>, remove: (path: string, what: string) => Promise<void>): Promise<void> {
-  const root = `${layout.manifestsDir(name)}/referrers/sha256`;
-  const subjects = (await unlessMissing(driver.listNames(root))) ?? [];
+  const subjects = (await unlessMissing(driver.listNames(layout.referrerSubjectsDir(name)))) ?? [];
   await forEach(subjects, READS, async (subjectHex) => {
     const subject: Digest = `sha256:${subjectHex}`;
-    const entries = (await unlessMissing(driver.listNames(`${layout.referrersDir(name, subject)}/sha256`))) ?? [];
+    const entries = (await unlessMissing(driver.listNames(layout.referrerEntriesDir(name, subject)))) ?? [];
     const gone = entries.filter((hex) => !kept.has(`sha256:${hex}`));
     if (gone.length > 0 && gone.length === entries.length) return remove(layout.referrersDir(name, subject), 'referrers index');
     for (const hex of gone) await remove(layout.referrerDir(name, subject, `sha256:${hex}`), 'referrers index entry');
@@ -77,11 +76,10 @@ export interface BlobSweep {
 
 /** every blob under `blobs/` whose digest is not in `marked` */
 export async function sweepBlobs(driver: StorageDriver, marked: Set<string>, options: SweepOptions): Promise<BlobSweep> {
-  const root = `${layout.ROOT}/blobs/sha256`;
   const result: BlobSweep = { blobs: 0, bytes: 0 };
   // a few of the 256 prefix directories at a time, each with READS deletes in flight
-  await forEach((await unlessMissing(driver.listNames(root))) ?? [], 4, async (prefix) => {
-    const names = (await unlessMissing(driver.listNames(`${root}/${prefix}`))) ?? [];
+  await forEach((await unlessMissing(driver.listNames(layout.BLOBS))) ?? [], 4, async (prefix) => {
+    const names = (await unlessMissing(driver.listNames(layout.blobPrefixDir(prefix)))) ?? [];
     const unmarked = names.filter((hex) => !marked.has(`sha256:${hex}`));
     await forEach(unmarked, READS, async (hex) => {
       const digest: Digest = `sha256:${hex}`;
