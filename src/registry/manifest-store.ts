@@ -8,6 +8,7 @@ import type { BlobStore } from './blobs.js';
 import { isDigest, sha256, type Digest } from './digest.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
 import { linksTo, writeLink } from './links.js';
+import { readRevisionMeta, writeRevisionMeta, type RevisionMeta } from './revision-meta.js';
 import { checkRepository, keepRepository } from './repositories.js';
 import type { TagStore } from './tags.js';
 import { detectMediaType } from './manifests/detect.js';
@@ -21,12 +22,6 @@ export interface StoredManifest {
   mediaType: string;
   /** the bytes to serve: exactly what was pushed */
   content: Buffer;
-}
-
-interface RevisionMeta {
-  mediaType: string;
-  /** signed first generation: digest of the signed bytes as pushed (the revision's digest covers the payload only) */
-  signed?: Digest;
 }
 
 export interface ManifestStoreOptions {
@@ -57,7 +52,7 @@ export class ManifestStore {
       await this.storeContent(meta.signed, body);
     }
     await this.storeContent(manifest.digest, manifest.payload);
-    await this.driver.putContent(layout.manifestRevisionMeta(name, manifest.digest), Buffer.from(JSON.stringify(meta)));
+    await writeRevisionMeta(this.driver, name, manifest.digest, meta);
     await writeLink(this.driver, layout.manifestRevisionLink(name, manifest.digest), manifest.digest);
     if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
     if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
@@ -67,7 +62,7 @@ export class ManifestStore {
   async get(name: string, reference: Reference): Promise<StoredManifest> {
     const digest = 'tag' in reference ? await this.tags.resolve(name, reference.tag) : reference.digest;
     if (!digest || !(await this.hasRevision(name, digest))) throw await this.unknown(name, reference);
-    const meta = await this.readMeta(name, digest);
+    const meta = await readRevisionMeta(this.driver, name, digest);
     const content = await this.readContent(meta?.signed ?? digest, name, reference);
     return { digest, mediaType: meta?.mediaType ?? detectMediaType(content), content };
   }
@@ -131,11 +126,6 @@ export class ManifestStore {
     if (manifest.artifactType) descriptor.artifactType = manifest.artifactType;
     if (manifest.annotations) descriptor.annotations = manifest.annotations;
     await this.driver.putContent(layout.referrerDescriptor(name, manifest.subject!.digest, manifest.digest), Buffer.from(JSON.stringify(descriptor)));
-  }
-
-  private async readMeta(name: string, digest: Digest): Promise<RevisionMeta | undefined> {
-    const content = await unlessMissing(this.driver.getContent(layout.manifestRevisionMeta(name, digest)));
-    return content && (JSON.parse(content.toString()) as RevisionMeta);
   }
 
   private async readContent(digest: Digest, name: string, reference: Reference): Promise<Buffer> {

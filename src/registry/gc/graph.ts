@@ -8,6 +8,7 @@ import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import { isDigest, type Digest } from '../digest.js';
 import * as layout from '../layout.js';
 import { readLink } from '../links.js';
+import { readRevisionMeta } from '../revision-meta.js';
 import { detectMediaType } from '../manifests/detect.js';
 import { MediaTypes, referencesOf } from '../manifests/index.js';
 import { forEach } from './pool.js';
@@ -70,18 +71,14 @@ async function readNode(driver: StorageDriver, name: string, digest: Digest): Pr
   // the stored payload of a signed first-generation manifest has no signatures: the bytes as
   // pushed are a blob of their own, named in berth.json (ManifestStore.put)
   if (detectMediaType(content) === MediaTypes.dockerSchema1) {
-    const meta = await unlessMissing(driver.getContent(layout.manifestRevisionMeta(name, digest)));
-    const signed = meta && parseSigned(meta);
-    if (signed) node.signed = signed;
+    const signed = (await readRevisionMeta(driver, name, digest).catch(unlessMalformed))?.signed;
+    if (typeof signed === 'string') node.signed = signed;
   }
   return node;
 }
 
-function parseSigned(meta: Buffer): string | undefined {
-  try {
-    const signed = (JSON.parse(meta.toString()) as { signed?: unknown }).signed;
-    return typeof signed === 'string' ? signed : undefined;
-  } catch {
-    return undefined;
-  }
+/** a berth.json that is not JSON names nothing (other errors, storage ones, pass) */
+function unlessMalformed(err: unknown): undefined {
+  if (err instanceof SyntaxError) return undefined;
+  throw err;
 }
