@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-/** The `berth` command: serve, config check, garbage-collect. */
+/** The `berth` command: serve, config check, garbage-collect. Exit codes: 0 done, 1 failed, 2 bad usage. */
+import { readFileSync } from 'node:fs';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
 import type { Config } from './config/schema.js';
@@ -11,16 +12,50 @@ import { Scheduler } from './scheduler/scheduler.js';
 import { StorageError, type StorageDriver } from './storage/driver.js';
 import { FilesystemDriver } from './storage/filesystem.js';
 
+/** one entry per command: its synopsis line and what it does, for `berth help` and `berth <command> --help` */
+const COMMANDS: Record<string, string> = {
+  serve: `berth serve [CONFIG.yml]
+    run the registry (no file: filesystem storage under ./data on :5000)`,
+  config: `berth config check CONFIG.yml
+    print the effective configuration (secrets masked), or every error`,
+  'garbage-collect': `berth garbage-collect [--dry-run] [--delete-untagged] [--quiet] CONFIG.yml
+    delete the blobs no manifest references (with --delete-untagged, also the manifests no tag
+    reaches); needs storage.maintenance.readonly.enabled (or --dry-run)`,
+};
+
 const USAGE = `usage:
-  berth serve [CONFIG.yml]     run the registry (no file: filesystem storage under ./data on :5000)
-  berth config check FILE      print the effective configuration, or every error
-  berth garbage-collect [--dry-run] [--delete-untagged] [--quiet] CONFIG.yml
-                               delete the blobs no manifest references (with --delete-untagged, also the
-                               manifests no tag reaches); needs storage.maintenance.readonly (or --dry-run)
-environment: REGISTRY_CONFIGURATION_PATH names the file; REGISTRY_<KEY_PATH> overrides any key`;
+${Object.values(COMMANDS)
+  .map((text) => `  ${text.replace(/\n/g, '\n  ')}`)
+  .join('\n')}
+  berth --version | help [COMMAND]
+
+environment: REGISTRY_CONFIGURATION_PATH names the file; REGISTRY_<KEY_PATH> overrides any key
+exit codes: 0 done, 1 failed (configuration, storage, or the command's own failure), 2 bad usage`;
+
+const HELP_FLAGS = new Set(['-h', '--help']);
+
+function version(): string {
+  // package.json sits one level above both src/cli.ts and dist/cli.js
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
+function help(command: string | undefined): number {
+  if (command === undefined) {
+    console.log(USAGE);
+    return 0;
+  }
+  const text = COMMANDS[command];
+  if (!text) {
+    console.error(`berth: no command "${command}"\n${USAGE}`);
+    return 2;
+  }
+  console.log(`usage: ${text}`);
+  return 0;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command !== undefined && command in COMMANDS && rest.some((arg) => HELP_FLAGS.has(arg))) return help(command);
   switch (command) {
     case 'serve':
       return serve(rest[0]);
@@ -29,20 +64,26 @@ async function main(argv: string[]): Promise<number> {
       break;
     case 'garbage-collect':
       return garbageCollect(rest);
+    case '-v':
+    case '--version':
+    case 'version':
+      console.log(`berth ${version()}`);
+      return 0;
     case '-h':
     case '--help':
+      return help(undefined);
     case 'help':
-      console.log(USAGE);
-      return 0;
+      return help(rest[0]);
   }
   console.error(USAGE);
   return 2;
 }
 
 async function serve(file: string | undefined): Promise<number> {
-  const { config, source } = await loadConfig(file);
+  const { config, source, warnings } = await loadConfig(file);
   const app = await createApp(config);
-  app.logger.info({ config: source }, 'starting berth');
+  for (const warning of warnings) app.logger.warn(warning);
+  app.logger.info({ config: source, version: version() }, 'starting berth');
   await app.listen();
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
@@ -57,7 +98,8 @@ async function serve(file: string | undefined): Promise<number> {
 }
 
 async function checkConfig(file: string): Promise<number> {
-  const { config } = await loadConfig(file);
+  const { config, warnings } = await loadConfig(file);
+  for (const warning of warnings) console.error(`warning: ${warning}`);
   console.log(JSON.stringify(maskSecrets(config), null, 2));
   return 0;
 }

@@ -23,16 +23,26 @@ const NOT_KEYS = new Set(['REGISTRY_CONFIGURATION_PATH']);
 
 type Tree = Record<string, unknown>;
 
+/** the REGISTRY_* variables that override keys, parents before children */
+function overrideNames(env: NodeJS.ProcessEnv): string[] {
+  return Object.keys(env)
+    .filter((k) => k.startsWith(ENV_PREFIX) && !NOT_KEYS.has(k))
+    .sort((a, b) => a.length - b.length);
+}
+
+/** REGISTRY_HTTP_ADDR -> ['http', 'addr'] */
+function keyPath(name: string): string[] {
+  return name.slice(ENV_PREFIX.length).toLowerCase().split('_');
+}
+
 /**
  * Applies REGISTRY_<PATH> variables: REGISTRY_HTTP_ADDR sets http.addr. REGISTRY_STORAGE=<driver>
  * chooses the driver (dropping the file's driver block), as Distribution does.
  */
-export function applyEnvOverrides(tree: Tree, env: NodeJS.ProcessEnv): Tree {
-  const names = Object.keys(env)
-    .filter((k) => k.startsWith(ENV_PREFIX) && !NOT_KEYS.has(k))
-    .sort((a, b) => a.length - b.length); // parents before children
-  for (const name of names) {
-    const path = name.slice(ENV_PREFIX.length).toLowerCase().split('_');
+export function applyEnvOverrides(tree: Tree, env: NodeJS.ProcessEnv, ignored: ReadonlySet<string> = new Set()): Tree {
+  for (const name of overrideNames(env)) {
+    if (ignored.has(name)) continue;
+    const path = keyPath(name);
     const value = env[name] as string;
     if (path.length === 1 && path[0] === 'storage') {
       const storage = asTree(tree.storage);
@@ -64,18 +74,58 @@ function setPath(tree: Tree, path: string[], value: string): void {
 export function validateConfig(raw: unknown, source: string): Config {
   const result = configSchema.safeParse(raw);
   if (result.success) return result.data;
-  throw new ConfigError(result.error.issues.map(describeIssue), source);
+  throw new ConfigError(result.error.issues.map((issue) => describeIssue(issue)), source);
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+/**
+ * Validates the file's tree with the environment's overrides. A variable that names no key is
+ * ignored with a warning, as Distribution does: orchestrators set REGISTRY_* variables of their
+ * own (Kubernetes injects REGISTRY_PORT, REGISTRY_SERVICE_HOST, ... for a Service named
+ * "registry"). A variable with a bad value stays an error, and the error names the variable.
+ */
+function validateWithEnv(raw: Tree, env: NodeJS.ProcessEnv, source: string): { config: Config; warnings: string[] } {
+  const ignored = new Set<string>();
+  for (;;) {
+    const result = configSchema.safeParse(applyEnvOverrides(structuredClone(raw), env, ignored));
+    if (result.success) {
+      const warnings = [...ignored].map((name) => `environment variable ${name} names no configuration key (${keyPath(name).join('.')}); ignored`);
+      return { config: result.data, warnings };
+    }
+    const active = overrideNames(env).filter((name) => !ignored.has(name));
+    const unknownKeys = result.error.issues.flatMap((issue) =>
+      issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key].map(String)) : [],
+    );
+    const strays = active.filter((name) => unknownKeys.some((key) => startsWith(keyPath(name), key)));
+    if (strays.length === 0) {
+      const origin = (issue: z.core.$ZodIssue) => active.find((name) => startsWith(issue.path.map(String), keyPath(name)));
+      throw new ConfigError(result.error.issues.map((issue) => describeIssue(issue, origin(issue))), source);
+    }
+    for (const name of strays) ignored.add(name);
+  }
+}
+
+function startsWith(path: string[], prefix: string[]): boolean {
+  return prefix.length <= path.length && prefix.every((key, i) => path[i] === key);
+}
+
+function describeIssue(issue: z.core.$ZodIssue, variable?: string): string {
   const key = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
+  const from = variable ? ` (from the environment variable ${variable})` : '';
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((k) => `${[...issue.path, k].join('.')}: unknown key`).join('\n  - ');
   }
-  return `${key}: ${issue.message}`;
+  return `${key}: ${issue.message}${from}`;
 }
 
-export async function loadConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<{ config: Config; source: string }> {
+export interface LoadedConfig {
+  config: Config;
+  /** the file's path, or a description of the built-in default */
+  source: string;
+  /** what was ignored (environment variables that name no key), for the caller to print or log */
+  warnings: string[];
+}
+
+export async function loadConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<LoadedConfig> {
   const path = file ?? env.REGISTRY_CONFIGURATION_PATH;
   let raw: Tree;
   let source: string;
@@ -96,7 +146,7 @@ export async function loadConfig(file: string | undefined, env: NodeJS.ProcessEn
     source = 'built-in default (filesystem storage under ./data)';
     raw = structuredClone(DEFAULT_CONFIG);
   }
-  return { config: validateConfig(applyEnvOverrides(raw, env), source), source };
+  return { ...validateWithEnv(raw, env, source), source };
 }
 
 const SECRET_KEYS = /secret|password|privatekey|accesskey|authorization|token/i;

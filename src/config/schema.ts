@@ -6,7 +6,12 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 
-const bool = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
+/** Go's strconv.ParseBool spellings, as Distribution reads them (YAML already makes true/True/TRUE booleans) */
+const GO_TRUE = ['1', 't', 'T', 'TRUE', 'true', 'True'] as const;
+const GO_FALSE = ['0', 'f', 'F', 'FALSE', 'false', 'False'] as const;
+const bool = z.union([z.boolean(), z.enum([...GO_TRUE, ...GO_FALSE]).transform((v) => (GO_TRUE as readonly string[]).includes(v))], {
+  error: 'expected a boolean (true/false; also 1/0, t/f, True/False as Go accepts them)',
+});
 
 const int = (min = 0) =>
   z.union([z.number(), z.string().regex(/^-?\d+$/, 'expected an integer').transform(Number)]).pipe(z.number().int().min(min));

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -97,6 +98,40 @@ http:
     assert.equal(source, file);
     assert.deepEqual(config.storage.inmemory, {});
     assert.equal(config.storage.filesystem, undefined);
+  });
+
+  it('ignores a REGISTRY_* variable that names no key, with a warning naming it (Kubernetes injects REGISTRY_PORT)', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: /a\n');
+    const { config, warnings } = await loadConfig(file, {
+      REGISTRY_PORT: 'tcp://10.0.0.7:5000',
+      REGISTRY_SERVICE_HOST: '10.0.0.7',
+      REGISTRY_HTTP_BOGUS: 'x',
+      REGISTRY_HTTP_ADDR: '127.0.0.1:6001',
+    });
+    assert.equal(config.http.addr, '127.0.0.1:6001');
+    assert.deepEqual(warnings.sort(), [
+      'environment variable REGISTRY_HTTP_BOGUS names no configuration key (http.bogus); ignored',
+      'environment variable REGISTRY_PORT names no configuration key (port); ignored',
+      'environment variable REGISTRY_SERVICE_HOST names no configuration key (service.host); ignored',
+    ]);
+  });
+
+  it('a REGISTRY_* variable with a bad value is an error that names the variable', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: /a\n');
+    await assert.rejects(loadConfig(file, { REGISTRY_STORAGE_DELETE_ENABLED: 'maybe' }), (err: ConfigError) => {
+      assert.match(err.message, /storage\.delete\.enabled: expected a boolean .* \(from the environment variable REGISTRY_STORAGE_DELETE_ENABLED\)/);
+      return true;
+    });
+  });
+
+  it("reads booleans as Go's strconv.ParseBool does", async () => {
+    for (const [text, value] of [['1', true], ['t', true], ['True', true], ['TRUE', true], ['0', false], ['F', false], ['False', false]] as const) {
+      const { config } = await loadConfig(undefined, { REGISTRY_STORAGE_DELETE_ENABLED: text });
+      assert.equal(config.storage.delete.enabled, value, text);
+    }
+    const file = await configFile('version: 0.1\nstorage:\n  inmemory: {}\n  delete:\n    enabled: True\n');
+    assert.equal((await loadConfig(file, {})).config.storage.delete.enabled, true);
+    await assert.rejects(loadConfig(undefined, { REGISTRY_STORAGE_DELETE_ENABLED: 'yes' }), /expected a boolean/);
   });
 
   it('names the full key path and what is allowed for every error', () => {
@@ -243,6 +278,46 @@ describe('berth config check', () => {
     await assert.rejects(run(process.execPath, [...cli, 'serve', file], { timeout: 20_000 }), (err: { code: number; stderr: string }) => {
       assert.equal(err.code, 1);
       assert.match(err.stderr, /storage\.delete\.enabled/);
+      return true;
+    });
+  });
+
+  it('config check warns on stderr about a REGISTRY_* variable that names no key, and still exits 0', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  inmemory:\n');
+    const { stdout, stderr } = await run(process.execPath, [...cli, 'config', 'check', file], { env: { ...process.env, REGISTRY_PORT: 'tcp://10.0.0.7:5000' } });
+    assert.match(stderr, /warning: environment variable REGISTRY_PORT names no configuration key \(port\); ignored/);
+    assert.equal(JSON.parse(stdout).http.addr, ':5000');
+  });
+});
+
+describe('berth --version, help and exit codes', () => {
+  const cli = ['--import', 'tsx', 'src/cli.ts'];
+  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+  it('--version prints the package version and exits 0', async () => {
+    for (const flag of ['--version', '-v', 'version']) {
+      const { stdout } = await run(process.execPath, [...cli, flag]);
+      assert.equal(stdout, `berth ${version}\n`);
+    }
+  });
+
+  it('<command> --help prints that command\'s usage and exits 0 without running it', async () => {
+    const { stdout } = await run(process.execPath, [...cli, 'serve', '--help'], { timeout: 20_000 });
+    assert.match(stdout, /^usage: berth serve \[CONFIG\.yml\]/);
+    const gc = await run(process.execPath, [...cli, 'garbage-collect', '-h']);
+    assert.match(gc.stdout, /^usage: berth garbage-collect \[--dry-run\]/);
+    const viaHelp = await run(process.execPath, [...cli, 'help', 'config']);
+    assert.match(viaHelp.stdout, /^usage: berth config check CONFIG\.yml/);
+  });
+
+  it('help lists every command and the exit codes; an unknown command exits 2 with the usage on stderr', async () => {
+    const { stdout } = await run(process.execPath, [...cli, 'help']);
+    for (const command of ['serve', 'config check', 'garbage-collect', '--version']) assert.ok(stdout.includes(`berth ${command}`), command);
+    assert.match(stdout, /exit codes: 0 done, 1 failed/);
+    await assert.rejects(run(process.execPath, [...cli, 'frobnicate']), (err: { code: number; stderr: string; stdout: string }) => {
+      assert.equal(err.code, 2);
+      assert.equal(err.stdout, '');
+      assert.match(err.stderr, /^usage:/);
       return true;
     });
   });
