@@ -18,6 +18,7 @@ import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { FEATURES } from './features/index.js';
 import type { FeatureParts, Running } from './features/feature.js';
+import { readiness } from './health/readiness.js';
 import { parseAddr } from './http/address.js';
 import { normalisePrefix, type EdgeOptions } from './http/options.js';
 import { buildServer, type TLSOptions } from './http/server.js';
@@ -79,7 +80,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const configured = enabled.find((parts) => parts.driver)?.driver ?? builtInDriver(config.storage);
   const driver = enabled.reduce<StorageDriver>((inner, parts) => parts.wrapDriver?.(inner) ?? inner, options.driver ?? configured);
   const notifier = new Notifier(config.notifications, logger, { clock: scheduler.clock });
-  const running: Running = { driver, notifier, logger };
+  const monitor = enabled.find((parts) => parts.health)?.health;
+  const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor) };
   for (const parts of enabled) parts.attach?.(running);
 
   const blobs = new BlobStore(driver);
@@ -112,6 +114,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       urls: new URLBuilder({ host: config.http.host, prefix, relative: config.http.relativeurls }),
       events: notifier,
       requestMetrics: enabled.find((parts) => parts.requestMetrics)?.requestMetrics,
+      health: monitor,
+      readiness: running.readiness,
       auth,
     },
     logger,

@@ -425,6 +425,33 @@ const ratelimit = z.strictObject({
   by: z.enum(['ip', 'user']).default('ip'),
 });
 
+/**
+ * Distribution's health checks. While one fails, every request answers 503 UNAVAILABLE (as
+ * Distribution's health handler does) and /readyz says why. Timeouts default to 3s where
+ * Distribution waits without end (a hung check would never report).
+ */
+const checkTimeout = duration.prefault('3s');
+const checkInterval = duration.prefault('10s');
+const health = z.strictObject({
+  storagedriver: z
+    .strictObject({ enabled: bool.default(false), interval: checkInterval, threshold: int(0).default(0), timeout: checkTimeout })
+    .optional(),
+  file: z.array(z.strictObject({ file: z.string().min(1), interval: checkInterval })).default([]),
+  http: z
+    .array(
+      z.strictObject({
+        uri: httpURL,
+        headers: z.record(z.string(), z.array(z.string())).default({}),
+        statuscode: int(100).default(200),
+        timeout: checkTimeout,
+        interval: checkInterval,
+        threshold: int(0).default(0),
+      }),
+    )
+    .default([]),
+  tcp: z.array(z.strictObject({ addr: listenAddress, timeout: checkTimeout, interval: checkInterval, threshold: int(0).default(0) })).default([]),
+});
+
 export const configSchema = z.strictObject({
   version: z.union([z.literal('0.1'), z.literal(0.1)]).transform(() => '0.1' as const),
   log,
@@ -436,6 +463,7 @@ export const configSchema = z.strictObject({
   auth: auth.optional(),
   redis: redis.optional(),
   ratelimit: ratelimit.optional(),
+  health: health.optional(),
   proxy: proxy.optional(),
   middleware,
 });

@@ -3,24 +3,23 @@
  * - /debug/vars: JSON with the notification endpoints and their counters (spec 6.6), under
  *   `notifications` and mirrored under `registry.notifications` (where Distribution puts them),
  *   plus process figures;
- * - /debug/health: 200 when the storage driver answers a probe, 503 with the failing checks;
+ * - /debug/health: 200 with `{}` when every health check passes, 503 with the failing checks by
+ *   name (the configured `health:` checks, else a live probe of the store);
  * - the Prometheus path (default /metrics) when http.debug.prometheus.enabled.
  * It only reads what the core and the notifier expose.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import type { Readiness } from '../health/readiness.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { Metrics } from './prometheus.js';
 
 export interface DebugOptions {
-  driver: StorageDriver;
+  readiness: Readiness;
   notifier: Notifier;
   metrics?: { instance: Metrics; path: string };
   logger: Logger;
-  /** how long the storage probe may take before it counts as failed */
-  probeTimeoutMs?: number;
 }
 
 export interface DebugServer {
@@ -55,7 +54,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: DebugO
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'only GET and HEAD' }, { allow: 'GET, HEAD' });
   if (path === '/debug/vars') return send(res, 200, vars(options.notifier));
   if (path === '/debug/health') {
-    const failures = await health(options.driver, options.probeTimeoutMs ?? 2000);
+    const failures = await options.readiness();
     return send(res, Object.keys(failures).length === 0 ? 200 : 503, failures);
   }
   if (options.metrics && path === options.metrics.path) {
@@ -77,25 +76,6 @@ function vars(notifier: Notifier): unknown {
     notifications,
     registry: { notifications },
   };
-}
-
-/** check name -> error; empty when healthy. A missing root counts as healthy (an empty registry). */
-async function health(driver: StorageDriver, timeoutMs: number): Promise<Record<string, string>> {
-  const name = `storagedriver_${driver.name}`;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      driver.stat('/').catch((err) => {
-        if (!(err instanceof PathNotFoundError)) throw err;
-      }),
-      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs}ms`)), timeoutMs))),
-    ]);
-    return {};
-  } catch (err) {
-    return { [name]: (err as Error).message || String(err) };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

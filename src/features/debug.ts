@@ -21,10 +21,10 @@ export const debugFeature: Feature<DebugConfig> = {
     const parts: FeatureParts = {
       requestMetrics: metrics,
       attach: ({ notifier }) => metrics?.watchNotifications(notifier),
-      async listening({ driver, notifier }) {
+      async listening({ readiness, notifier }) {
         const { startDebugServer } = await import('../debug/server.js');
         server = await startDebugServer(parseAddr(debug.addr), {
-          driver,
+          readiness,
           notifier,
           metrics: metrics && { instance: metrics, path: debug.prometheus.path },
           logger,

@@ -10,6 +10,8 @@
 import type { Logger } from 'pino';
 import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
 import type { RequestMetrics } from '../http/context.js';
+import type { HealthMonitor } from '../health/monitor.js';
+import type { Readiness } from '../health/readiness.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { BlobStore } from '../registry/blobs.js';
 import type { ContentSource } from '../registry/content.js';
@@ -29,6 +31,8 @@ export interface Running {
   driver: StorageDriver;
   notifier: Notifier;
   logger: Logger;
+  /** the failing health checks (empty when ready), for /readyz and /debug/health */
+  readiness: Readiness;
 }
 
 /** the registry core a content source builds on */
@@ -55,6 +59,8 @@ export interface FeatureParts {
   contentSource?(core: Core, stored: ContentSource): ContentSource;
   /** every write answers 405 UNSUPPORTED with this message (the pull-through cache) */
   refuseWrites?: string;
+  /** health checks polled in the background: while one fails, every request answers 503 */
+  health?: HealthMonitor;
   /** once the core is built, before the registry listens */
   attach?(running: Running): void;
   /** once the registry listens; resolves to the URL of a listener of the feature's own, if any */

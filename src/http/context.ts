@@ -1,6 +1,7 @@
 /** What every handler gets: the registry core and the edge's helpers, built once by the app. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Auth } from '../auth/index.js';
+import type { Readiness } from '../health/readiness.js';
 import type { EventSink } from '../notifications/events.js';
 import type { BlobStore } from '../registry/blobs.js';
 import type { Catalog } from '../registry/catalog.js';
@@ -28,6 +29,10 @@ export interface Services {
   events: EventSink;
   /** Prometheus request metrics (http.debug.prometheus), when enabled */
   requestMetrics?: RequestMetrics;
+  /** the configured health checks: while one fails, every request answers 503 */
+  health?: { failures(): Record<string, string> };
+  /** the failing checks, for /readyz (a live storage probe when no health checks are configured) */
+  readiness: Readiness;
   auth: Auth;
 }
 

@@ -19,6 +19,7 @@ import { getCatalog } from './handlers/catalog.js';
 import { getTags } from './handlers/tags.js';
 import { deleteBlob, getBlob } from './handlers/blobs.js';
 import { deleteManifest, getManifest, putManifest } from './handlers/manifests.js';
+import { isProbe, refuseWhileUnhealthy, serveProbe } from './handlers/probes.js';
 import { getReferrers } from './handlers/referrers.js';
 import { deleteUpload, getUpload, patchUpload, postUpload, putUpload } from './handlers/uploads.js';
 import { requiredAccess } from './required-access.js';
@@ -129,6 +130,8 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {
   const rawPath = req.url.split('?')[0];
   const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
+  if ((req.method === 'GET' || req.method === 'HEAD') && isProbe(rawPath)) return serveProbe(rawPath, reply, services);
+  refuseWhileUnhealthy(services);
   const { auth } = services;
   if (auth.limiter && auth.limitBy === 'ip') await limit(auth, req.ip);
   if (auth.issuer && path === auth.issuerPath) {

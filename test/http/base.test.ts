@@ -37,11 +37,18 @@ describe('GET /v2/ and the edge', () => {
   });
 
   it('answers unknown routes with 404 and a JSON error body', async () => {
-    for (const path of ['/', '/v1/', '/v2/foo/bar', '/v2/foo/blobs', '/v2/foo/manifests/']) {
+    for (const path of ['/v1/', '/v2/foo/bar', '/v2/foo/blobs', '/v2/foo/manifests/']) {
       const res = await fetch(`${registry.url}${path}`);
       assert.equal(res.status, 404, path);
       assert.deepEqual(await errorCodes(res), ['NOT_FOUND'], path);
     }
+  });
+
+  it('answers / with 200 and no body, as Distribution does for load balancers', async () => {
+    const res = await fetch(`${registry.url}/`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('cache-control'), 'no-cache');
+    assert.equal(await res.text(), '');
   });
 
   it('answers a method a route does not support with 405 UNSUPPORTED and Allow', async () => {
