@@ -1,0 +1,65 @@
+/**
+ * `npm start` (the README's first command) runs built code in one registry process and stops on
+ * SIGTERM, which systemd and container runtimes send to the process they started (npm here).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { REPO_ROOT } from '../helpers/berth-process.js';
+import { freePort } from '../helpers/ports.js';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(condition: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await condition()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return condition();
+}
+
+describe('npm start', () => {
+  it('serves from dist/ in one process under npm and stops with npm on SIGTERM (no orphan)', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'berth-npm-start-'));
+    const port = await freePort();
+    const npm = spawn('npm', ['start', '--silent'], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, REGISTRY_HTTP_ADDR: `127.0.0.1:${port}`, REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY: root },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    npm.stdout.on('data', (chunk) => (output += chunk));
+    npm.stderr.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => npm.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
+    let registryPid: number | undefined;
+    try {
+      const up = await until(async () => (await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined))?.status === 200, 60_000);
+      assert.ok(up, `the registry did not answer:\n${output}`);
+      // the registry is npm's only child, running compiled JavaScript (not tsx)
+      const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(npm.pid)], { encoding: 'utf8' }).trim().split('\n');
+      assert.equal(children.length, 1, children.join('\n'));
+      assert.match(children[0], /node dist\/cli\.js serve/);
+      registryPid = Number(children[0].trim().split(/\s+/)[0]);
+
+      npm.kill('SIGTERM');
+      await exited;
+      assert.ok(await until(() => !alive(registryPid!), 15_000), 'the registry outlived npm');
+      assert.match(output, /"signal":"SIGTERM".*shutting down/);
+    } finally {
+      if (registryPid !== undefined && alive(registryPid)) process.kill(registryPid, 'SIGKILL');
+      if (npm.exitCode === null) npm.kill('SIGKILL');
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
