@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { configSchema, DRIVER_NAMES, type Config } from './schema.js';
 import { MASK, maskHeaders } from '../mask.js';
 import { ConfigError } from './errors.js';
+import { unusedSettings } from './warnings.js';
 
 export { ConfigError } from './errors.js';
 
@@ -88,8 +89,8 @@ function validateWithEnv(raw: Tree, env: NodeJS.ProcessEnv, source: string): { c
   for (;;) {
     const result = configSchema.safeParse(applyEnvOverrides(structuredClone(raw), env, ignored));
     if (result.success) {
-      const warnings = [...ignored].map((name) => `environment variable ${name} names no configuration key (${keyPath(name).join('.')}); ignored`);
-      return { config: result.data, warnings };
+      const ignoredVariables = [...ignored].map((name) => `environment variable ${name} names no configuration key (${keyPath(name).join('.')}); ignored`);
+      return { config: result.data, warnings: [...ignoredVariables, ...unusedSettings(result.data)] };
     }
     const active = overrideNames(env).filter((name) => !ignored.has(name));
     const unknownKeys = result.error.issues.flatMap((issue) =>
@@ -121,7 +122,7 @@ export interface LoadedConfig {
   config: Config;
   /** the file's path, or a description of the built-in default */
   source: string;
-  /** what was ignored (environment variables that name no key), for the caller to print or log */
+  /** what was ignored (environment variables that name no key) or does nothing, for the caller to print or log */
   warnings: string[];
 }
 

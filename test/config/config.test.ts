@@ -124,6 +124,15 @@ http:
     });
   });
 
+  it('warns about a redis block that nothing uses (no ratelimit)', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  inmemory:\nredis:\n  addr: 127.0.0.1:6379\n');
+    assert.deepEqual((await loadConfig(file, {})).warnings, [
+      'redis: configured but unused: berth uses Redis only to share ratelimit buckets between instances (set ratelimit, or remove the block)',
+    ]);
+    const used = await configFile('version: 0.1\nstorage:\n  inmemory:\nredis:\n  addr: 127.0.0.1:6379\nratelimit:\n  rate: 5\n  burst: 10\n');
+    assert.deepEqual((await loadConfig(used, {})).warnings, []);
+  });
+
   it("reads booleans as Go's strconv.ParseBool does", async () => {
     for (const [text, value] of [['1', true], ['t', true], ['True', true], ['TRUE', true], ['0', false], ['F', false], ['False', false]] as const) {
       const { config } = await loadConfig(undefined, { REGISTRY_STORAGE_DELETE_ENABLED: text });
