@@ -184,7 +184,8 @@ export type DriverName = (typeof DRIVER_NAMES)[number];
 const log = z
   .strictObject({
     level: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
-    formatter: z.enum(['json', 'text']).default('json'),
+    /** unset: text on a terminal, json elsewhere (src/log.ts) */
+    formatter: z.enum(['json', 'text']).optional(),
     accesslog: z.strictObject({ disabled: bool.default(false) }).default({ disabled: false }),
     fields: z.record(z.string(), z.unknown()).optional(),
   })
