@@ -8,7 +8,6 @@
  * a registry on the filesystem does not carry the AWS SDK, ioredis or prom-client (about 15 MiB of
  * RSS, docs/decisions.md "Memory"; test/app/lazy-modules.test.ts guards this).
  */
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -22,6 +21,7 @@ import { readiness } from './health/readiness.js';
 import { parseAddr } from './http/address.js';
 import { normalisePrefix, type EdgeOptions } from './http/options.js';
 import { buildServer, type TLSOptions } from './http/server.js';
+import { uploadSecret } from './http/secret.js';
 import { UploadStateSigner } from './http/upload-state.js';
 import { URLBuilder } from './http/urls.js';
 import { createLogger } from './log.js';
@@ -92,7 +92,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const stored = new StoredContent(blobs, manifests, tags);
   const core = { driver, blobs, uploads, manifests, tags, logger };
   const content = enabled.reduce((inner, parts) => parts.contentSource?.(core, inner) ?? inner, stored as ContentSource);
-  const secret = config.http.secret ?? randomSecret(logger);
+  const secret = await uploadSecret(config.http.secret, driver, { readOnly: config.storage.maintenance.readonly.enabled, logger });
   const prefix = normalisePrefix(config.http.prefix);
   const sharedLimiter = enabled.find((parts) => parts.rateLimiter)?.rateLimiter;
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
@@ -223,7 +223,3 @@ function urlPolicy(config: Config): LayerURLPolicy {
   return { allow: allow.map((p) => new RegExp(p)), deny: deny.map((p) => new RegExp(p)) };
 }
 
-function randomSecret(logger: Logger): string {
-  logger.warn('http.secret is not set: a random one is used, so upload URLs are valid for this process only; several instances behind one load balancer need one shared http.secret');
-  return randomBytes(32).toString('base64url');
-}

@@ -9,6 +9,12 @@ export const REPOSITORIES = `${ROOT}/repositories`;
 
 const hexOf = (digest: Digest) => digestHex(digest);
 
+/** berth's registry-wide state, beside Distribution's directories (which Distribution ignores) */
+export const BERTH_STATE = `${ROOT}/_berth`;
+
+/** the secret that signs upload URLs when http.secret is not configured (src/http/secret.ts) */
+export const UPLOAD_SECRET = `${BERTH_STATE}/upload-secret`;
+
 /** every blob, in 256 directories named by the first 2 hex of their digests */
 export const BLOBS = `${ROOT}/blobs/sha256`;
 

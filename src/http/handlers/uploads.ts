@@ -109,7 +109,7 @@ async function openUpload(req: FastifyRequest, route: UploadRoute, services: Ser
   const upload = await services.uploads.status(route.name, route.uuid);
   const state = services.uploadState.unpack(queryValue(req, '_state'));
   if (!state || state.name !== route.name || state.uuid !== route.uuid) {
-    throw new RegistryError('BLOB_UPLOAD_INVALID', 'the upload URL is missing its _state parameter or it was altered: use the Location header of the last response', {
+    throw new RegistryError('BLOB_UPLOAD_INVALID', 'the upload URL is missing its _state parameter, was altered, or was signed with another http.secret (a registry restarted or an instance without the shared http.secret): use the Location header of the last response, or start the upload again', {
       detail: { uuid: route.uuid },
     });
   }

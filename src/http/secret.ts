@@ -1,0 +1,28 @@
+/**
+ * The secret that signs upload URLs. Configured (http.secret), or else generated once and kept in
+ * storage, so a restart does not break the uploads in flight and every instance on the same
+ * storage accepts the others' URLs without configuration (Distribution generates one per process).
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { unlessMissing, type StorageDriver } from '../storage/driver.js';
+import * as layout from '../registry/layout.js';
+
+export async function uploadSecret(
+  configured: string | undefined,
+  driver: StorageDriver,
+  options: { readOnly: boolean; logger: Pick<Logger, 'warn'> },
+): Promise<string> {
+  if (configured !== undefined) return configured;
+  await driver.ready?.(); // a missing bucket is reported as such, not as a failed read
+  const stored = await unlessMissing(driver.getContent(layout.UPLOAD_SECRET));
+  if (stored && stored.length > 0) return stored.toString();
+  const generated = randomBytes(32).toString('base64url');
+  if (options.readOnly) return generated; // no uploads in read-only mode, and nothing may be written
+  await driver.putContent(layout.UPLOAD_SECRET, Buffer.from(generated));
+  // two instances starting at once on empty storage: the last write wins, and reading it back
+  // makes both use it (a window of one round trip, on the first start only)
+  const kept = (await driver.getContent(layout.UPLOAD_SECRET)).toString();
+  options.logger.warn(`http.secret is not set: generated one and kept it in storage (${layout.UPLOAD_SECRET}), shared by every instance on this storage`);
+  return kept;
+}
