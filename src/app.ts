@@ -9,10 +9,11 @@
  * RSS, docs/decisions.md "Memory"; test/app/lazy-modules.test.ts guards this).
  */
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { createAuth } from './auth/index.js';
+import { bannerFields, exposureWarning } from './banner.js';
 import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { FEATURES } from './features/index.js';
@@ -68,6 +69,8 @@ export interface AppOptions {
   driver?: StorageDriver;
   /** the time background tasks run on (tests pass a ManualClock) */
   clock?: Clock;
+  /** where the configuration came from, for the start-up banner */
+  configSource?: string;
 }
 
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
@@ -133,11 +136,15 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     async listen(address) {
       const { host, port } = address ?? parseAddr(config.http.addr);
       await driver.ready?.(); // e.g. the S3 bucket exists: fail at start, not on the first push
-      await server.listen({ host, port });
+      // Fastify's own listen() logs a line per interface; the banner below is the one line
+      await server.ready();
+      await bind(server.server, host, port, address ? 'the address given' : 'http.addr');
       const bound = server.server.address() as AddressInfo;
       const shownHost = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
       const url = `${tls ? 'https' : 'http'}://${shownHost}:${bound.port}`;
-      logger.info({ addr: `${shownHost}:${bound.port}`, storage: driver.name }, 'listening');
+      logger.info(bannerFields(config, url, options.configSource), 'berth is listening');
+      const exposed = exposureWarning(config, bound.address);
+      if (exposed) logger.warn(exposed);
       notifier.setListenPort(bound.port);
       for (const parts of enabled) {
         const listenerURL = await parts.listening?.(running);
@@ -167,6 +174,26 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     },
   };
   return app;
+}
+
+/** listens, or stops start-up with one line naming the key when the address cannot be had */
+function bind(server: Server, host: string, port: number, key: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const refuse = (err: NodeJS.ErrnoException) => {
+      const why: Record<string, string> = {
+        EADDRINUSE: 'is already in use (another registry or program listens there)',
+        EACCES: 'is not allowed for this user (ports below 1024 need privileges)',
+        EADDRNOTAVAIL: 'is not an address of this machine',
+      };
+      const reason = err.code ? why[err.code] : undefined;
+      reject(reason ? new ConfigError([`${key}: ${host}:${port} ${reason}`], key) : err);
+    };
+    server.once('error', refuse);
+    server.listen(port, host, () => {
+      server.off('error', refuse);
+      resolve();
+    });
+  });
 }
 
 /** the drivers that need no feature: filesystem (the default) and inmemory */

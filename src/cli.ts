@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 /** The `berth` command: serve, config check, garbage-collect. Exit codes: 0 done, 1 failed, 2 bad usage. */
-import { readFileSync } from 'node:fs';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { s3Feature } from './features/s3.js';
 import { createLogger } from './log.js';
+import { VERSION } from './version.js';
 import { parseCollectArgs } from './registry/gc/args.js';
 import { collectGarbage, summaryLine } from './registry/gc/index.js';
 import { Scheduler } from './scheduler/scheduler.js';
@@ -34,10 +34,6 @@ exit codes: 0 done, 1 failed (configuration, storage, or the command's own failu
 
 const HELP_FLAGS = new Set(['-h', '--help']);
 
-function version(): string {
-  // package.json sits one level above both src/cli.ts and dist/cli.js
-  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-}
 
 function help(command: string | undefined): number {
   if (command === undefined) {
@@ -67,7 +63,7 @@ async function main(argv: string[]): Promise<number> {
     case '-v':
     case '--version':
     case 'version':
-      console.log(`berth ${version()}`);
+      console.log(`berth ${VERSION}`);
       return 0;
     case '-h':
     case '--help':
@@ -81,9 +77,8 @@ async function main(argv: string[]): Promise<number> {
 
 async function serve(file: string | undefined): Promise<number> {
   const { config, source, warnings } = await loadConfig(file);
-  const app = await createApp(config);
+  const app = await createApp(config, { configSource: source });
   for (const warning of warnings) app.logger.warn(warning);
-  app.logger.info({ config: source, version: version() }, 'starting berth');
   await app.listen();
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {

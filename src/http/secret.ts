@@ -5,13 +5,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { unlessMissing, type StorageDriver } from '../storage/driver.js';
+import { StorageError, unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from '../registry/layout.js';
 
 export async function uploadSecret(
   configured: string | undefined,
   driver: StorageDriver,
-  options: { readOnly: boolean; logger: Pick<Logger, 'warn'> },
+  options: { readOnly: boolean; logger: Pick<Logger, 'info'> },
 ): Promise<string> {
   if (configured !== undefined) return configured;
   await driver.ready?.(); // a missing bucket is reported as such, not as a failed read
@@ -19,10 +19,12 @@ export async function uploadSecret(
   if (stored && stored.length > 0) return stored.toString();
   const generated = randomBytes(32).toString('base64url');
   if (options.readOnly) return generated; // no uploads in read-only mode, and nothing may be written
-  await driver.putContent(layout.UPLOAD_SECRET, Buffer.from(generated));
+  await driver.putContent(layout.UPLOAD_SECRET, Buffer.from(generated)).catch((err) => {
+    throw new StorageError(`storage is not writable (${(err as Error).message}); berth keeps its upload secret there when http.secret is not set`, driver.name, { cause: err });
+  });
   // two instances starting at once on empty storage: the last write wins, and reading it back
   // makes both use it (a window of one round trip, on the first start only)
   const kept = (await driver.getContent(layout.UPLOAD_SECRET)).toString();
-  options.logger.warn(`http.secret is not set: generated one and kept it in storage (${layout.UPLOAD_SECRET}), shared by every instance on this storage`);
+  options.logger.info(`http.secret is not set: generated the upload secret and kept it in storage (${layout.UPLOAD_SECRET}), shared by every instance on this storage`);
   return kept;
 }

@@ -51,6 +51,8 @@ export class FilesystemDriver extends BaseDriver {
   readonly name = NAME;
   private readonly root: string;
   private readonly settleMs: number;
+  /** why the root could not be created, reported by ready() as one line naming the key */
+  private readonly rootProblem?: string;
 
   /** settleMs: childrenVersion's margin (default SETTLE_MS); tests shorten it */
   constructor(options: { rootdirectory: string; settleMs?: number }) {
@@ -58,7 +60,19 @@ export class FilesystemDriver extends BaseDriver {
     this.root = options.rootdirectory;
     this.settleMs = options.settleMs ?? SETTLE_MS;
     // The root always exists, so list('/') and walk('/') of a new registry see an empty tree.
-    mkdirSync(this.root, { recursive: true });
+    try {
+      mkdirSync(this.root, { recursive: true });
+    } catch (err) {
+      this.rootProblem = (err as Error).message;
+    }
+  }
+
+  /** the root is a directory this process reaches (created at construction if missing; removed since counts as empty) */
+  async ready(): Promise<void> {
+    if (this.rootProblem) throw new StorageError(`storage.filesystem.rootdirectory: cannot use ${this.root}: ${this.rootProblem}`, NAME);
+    await stat(this.root).catch((err) => {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw toStorageError(err, '/');
+    });
   }
 
   private local(path: string): string {

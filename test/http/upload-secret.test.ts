@@ -14,7 +14,7 @@ import { errorCodes, randomBlob } from '../helpers/blobs.js';
 
 const SECRET_FILE = 'docker/registry/v2/_berth/upload-secret';
 
-async function startUpload(url: string, name: string, chunk: Buffer): Promise<URL> {
+async function startUpload(url: string, name: string, chunk: Buffer<ArrayBuffer>): Promise<URL> {
   const started = await fetch(`${url}/v2/${name}/blobs/uploads/`, { method: 'POST' });
   assert.equal(started.status, 202);
   const patched = await fetch(new URL(started.headers.get('location')!, url), {
@@ -26,7 +26,7 @@ async function startUpload(url: string, name: string, chunk: Buffer): Promise<UR
   return new URL(patched.headers.get('location')!, url);
 }
 
-async function finish(location: URL, rest: Buffer, digest: string): Promise<Response> {
+async function finish(location: URL, rest: Buffer<ArrayBuffer>, digest: string): Promise<Response> {
   const put = new URL(location);
   put.searchParams.set('digest', digest);
   return fetch(put, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: rest });
