@@ -14,3 +14,8 @@ export function grantOf(req: FastifyRequest): CallerGrant {
   if (!grant) throw new Error('no grant for this request: authorize() was not called');
   return grant;
 }
+
+/** the authenticated user, if the request got that far (for the access log) */
+export function userOf(req: FastifyRequest): string | undefined {
+  return grants.get(req)?.user;
+}

@@ -4,11 +4,11 @@
  * per request, and the Docker-* twin of every Registry-* header.
  */
 import { randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RegistryError } from '../registry/errors.js';
 import { StorageUnavailableError } from '../storage/driver.js';
 import type { Handler, Services } from './context.js';
+import { accessLogFields, exchangeBytes, noteError } from './access-log.js';
 import { sendError } from './errors.js';
 import { queryValue } from './body.js';
 import { isRepositoryName } from '../registry/names.js';
@@ -51,11 +51,6 @@ const HANDLERS: HandlerTable = {
 
 /** the route kind each request matched, for the request metrics */
 const routeKinds = new WeakMap<FastifyRequest, string>();
-/**
- * Each connection's byte counters when its previous response finished: requests on one connection
- * are sequential, so the difference at the next response is that exchange's bytes on the wire.
- */
-const socketMarks = new WeakMap<Socket, { read: number; written: number }>();
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -93,30 +88,11 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
     return payload;
   });
   const metrics = services.requestMetrics;
-  if (metrics) {
+  if (metrics || edge.accessLog) {
     app.addHook('onResponse', async (req, reply) => {
-      const socket = req.raw.socket;
-      const last = socketMarks.get(socket) ?? { read: 0, written: 0 };
-      const now = { read: socket.bytesRead, written: socket.bytesWritten };
-      socketMarks.set(socket, now);
-      metrics.observeRequest(req.method, routeKinds.get(req) ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000, now.read - last.read, now.written - last.written);
-    });
-  }
-  if (edge.accessLog) {
-    app.addHook('onResponse', async (req, reply) => {
-      req.log.info(
-        {
-          method: req.method,
-          path: req.url.split('?')[0],
-          status: reply.statusCode,
-          bytesIn: Number(req.headers['content-length'] ?? 0),
-          bytesOut: Number(reply.getHeader('content-length') ?? 0),
-          durationMs: Math.round(reply.elapsedTime * 10) / 10,
-          remoteAddr: req.ip,
-          userAgent: req.headers['user-agent'],
-        },
-        'request',
-      );
+      const bytes = exchangeBytes(req, reply);
+      metrics?.observeRequest(req.method, routeKinds.get(req) ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000, bytes.read, bytes.written);
+      if (edge.accessLog) req.log.info(accessLogFields(req, reply, bytes), 'request');
     });
   }
 
@@ -186,17 +162,21 @@ async function limit(auth: Services['auth'], key: string): Promise<void> {
 }
 
 function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (err instanceof RegistryError) return sendError(reply, err);
+  const answer = (error: RegistryError) => {
+    noteError(req, error);
+    return sendError(reply, error);
+  };
+  if (err instanceof RegistryError) return answer(err);
   const status = (err as { statusCode?: number }).statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
     // Fastify's own refusals (malformed request line, unsupported body framing)
-    return sendError(reply, new RegistryError('UNSUPPORTED', (err as Error).message, { status }));
+    return answer(new RegistryError('UNSUPPORTED', (err as Error).message, { status }));
   }
   if (err instanceof StorageUnavailableError) {
     req.log.error({ err }, 'storage unavailable');
     reply.header('retry-after', '5');
-    return sendError(reply, new RegistryError('UNAVAILABLE', `the storage backend is unavailable, try again later (request id ${req.id}): ${err.message}`));
+    return answer(new RegistryError('UNAVAILABLE', `the storage backend is unavailable, try again later (request id ${req.id}): ${err.message}`));
   }
   req.log.error({ err }, 'request failed');
-  return sendError(reply, new RegistryError('UNKNOWN', `internal error (request id ${req.id})`));
+  return answer(new RegistryError('UNKNOWN', `internal error (request id ${req.id})`));
 }
