@@ -65,6 +65,23 @@ describe('notification chain', () => {
     assert.equal(attempts, 2, 'after a success, the next failure is retried at once');
   });
 
+  it('retry: a dead endpoint is logged in full for 10 failures, then at the 16th, 32nd, 64th..., and once when it delivers again', async () => {
+    const clock = new ManualClock();
+    const { logger, lines } = recordingLogger();
+    const retrying = new Retrying({ threshold: 1, backoff: 10, clock, logger, endpoint: { name: 'e', url: 'http://e' }, onAttempt: () => undefined });
+    let attempts = 0;
+    const attempt = async (): Promise<Outcome> => ({ ok: ++attempts > 100, status: attempts > 100 ? 200 : 503 });
+    const delivered = retrying.deliver(attempt, 1, new AbortController().signal);
+    for (let i = 0; i <= 100; i++) await clock.advance(10);
+    await delivered;
+    assert.equal(attempts, 101);
+    const errors = lines.filter((l) => l.level === 50);
+    assert.deepEqual(errors.map((l) => (l as unknown as { failures: number }).failures), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16, 32, 64]);
+    assert.match(errors[9].msg, /10 in a row; from now on logged at the 16th/);
+    assert.equal(lines.filter((l) => l.level === 40 && /backing off/.test(l.msg)).length, 13);
+    assert.equal(lines.filter((l) => /delivered again after 100 consecutive failures/.test(l.msg)).length, 1);
+  });
+
   it('retry: the stop ends a back-off without another attempt', async () => {
     const clock = new ManualClock();
     const { logger } = recordingLogger();
