@@ -35,6 +35,7 @@ const INSTALL_HINTS: Record<string, string> = {
   ctr: 'apt-get install -y containerd',
   dockerd: 'apt-get install -y docker.io',
   docker: 'apt-get install -y docker.io',
+  'systemd-analyze': 'apt-get install -y systemd',
 };
 
 /** The install command for a tool (falls back to a package of the same name). */
