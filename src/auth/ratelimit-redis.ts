@@ -38,6 +38,10 @@ export interface RedisOptions {
   db: number;
   connectTimeoutMs: number;
   commandTimeoutMs: number;
+  /** shown by CLIENT LIST */
+  clientName?: string;
+  /** TLS to the server: CAs (default: the system's) and a client certificate */
+  tls?: { ca?: Buffer[]; cert?: Buffer; key?: Buffer };
 }
 
 export class RedisRateLimiter implements RateLimiter {
@@ -56,6 +60,8 @@ export class RedisRateLimiter implements RateLimiter {
       username: redis.username,
       password: redis.password,
       db: redis.db,
+      connectionName: redis.clientName,
+      tls: redis.tls,
       connectTimeout: redis.connectTimeoutMs,
       commandTimeout: redis.commandTimeoutMs,
       maxRetriesPerRequest: 1,

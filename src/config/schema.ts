@@ -46,6 +46,12 @@ const notYet = (what: string) =>
     .refine((value) => value === undefined, { message: `${what} is not implemented in this version of berth; remove the key` })
     .optional();
 
+/**
+ * a Distribution key that has no effect in berth and loses nothing by it (metrics hooks, HTTP/2
+ * switches, tuning of Go internals): accepted, and src/config/warnings.ts says once that it is ignored
+ */
+const harmless = z.unknown().optional();
+
 const listenAddress = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, 'expected host:port, e.g. "0.0.0.0:5000" or ":5000"');
 
 const filesystemDriver = z.strictObject({
@@ -150,7 +156,8 @@ const storage = z
         expiry: duration.prefault('20m'),
       })
       .prefault({}),
-    cache: z.strictObject({ blobdescriptor: z.enum(['inmemory']).optional() }).optional(),
+    cache: z.strictObject({ blobdescriptor: z.enum(['inmemory', 'redis'], { message: 'expected inmemory or redis' }).optional() }).optional(),
+    tag: z.strictObject({ concurrencylimit: harmless }).optional(),
     maintenance: z
       .strictObject({
         uploadpurging: z
@@ -183,17 +190,23 @@ export type DriverName = (typeof DRIVER_NAMES)[number];
 
 const log = z
   .strictObject({
-    level: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
+    /** default info (or the deprecated top-level loglevel: configSchema's transform) */
+    level: z.enum(['error', 'warn', 'info', 'debug']).optional(),
     /** unset: text on a terminal, json elsewhere (src/log.ts) */
     formatter: z.enum(['json', 'text']).optional(),
     accesslog: z.strictObject({ disabled: bool.default(false) }).default({ disabled: false }),
     fields: z.record(z.string(), z.unknown()).optional(),
+    hooks: harmless,
+    reportcaller: harmless,
   })
   .prefault({});
 
 const http = z
   .strictObject({
     addr: listenAddress.default(':5000'),
+    net: z.enum(['tcp'], { message: 'only "tcp" is supported (listening on a unix socket is not implemented)' }).optional(),
+    http2: harmless,
+    h2c: harmless,
     host: z.url({ message: 'expected an absolute URL such as "https://registry.example.com"' }).optional(),
     prefix: z
       .string()
@@ -384,15 +397,59 @@ const auth = z
     }
   });
 
-const redis = z.strictObject({
-  addr: listenAddress,
-  username: z.string().min(1).optional(),
-  password: z.string().min(1).optional(),
-  db: int(0).default(0),
-  dialtimeout: duration.prefault('5s'),
-  readtimeout: duration.prefault('5s'),
-  writetimeout: duration.prefault('5s'),
-});
+/**
+ * Redis, in Distribution 2.8's shape (addr, pool, tls.enabled) and v3's (addrs, pool and retry
+ * knobs inline, tls with files). One server: berth keeps one multiplexed connection, so the pool
+ * knobs are accepted and ignored (warnings.ts says so).
+ */
+const redisPoolKnobs = Object.fromEntries(
+  ['pool', 'poolsize', 'pooltimeout', 'poolfifo', 'minidleconns', 'maxidleconns', 'maxactiveconns', 'connmaxidletime', 'connmaxlifetime', 'maxretries', 'minretrybackoff', 'maxretrybackoff', 'contexttimeoutenabled', 'protocol', 'disableidentity', 'identitysuffix', 'unstableresp3'].map((key) => [key, harmless]),
+);
+export const REDIS_IGNORED_KEYS = Object.keys(redisPoolKnobs);
+const redis = z
+  .strictObject({
+    addr: listenAddress.optional(),
+    addrs: z.array(listenAddress).min(1).optional(),
+    clientname: z.string().min(1).optional(),
+    username: z.string().min(1).optional(),
+    password: z.string().min(1).optional(),
+    db: int(0).default(0),
+    dialtimeout: duration.prefault('5s'),
+    readtimeout: duration.prefault('5s'),
+    writetimeout: duration.prefault('5s'),
+    tls: z
+      .strictObject({
+        /** Distribution 2.8: TLS with the system's CAs */
+        enabled: bool.optional(),
+        certificate: z.string().min(1).optional(),
+        key: z.string().min(1).optional(),
+        rootcas: z.array(z.string().min(1)).optional(),
+      })
+      .optional(),
+    mastername: notYet('Redis Sentinel (redis.mastername)'),
+    sentinelusername: notYet('Redis Sentinel (redis.sentinelusername)'),
+    sentinelpassword: notYet('Redis Sentinel (redis.sentinelpassword)'),
+    readonly: notYet('Redis cluster replicas (redis.readonly)'),
+    routebylatency: notYet('Redis cluster routing (redis.routebylatency)'),
+    routerandomly: notYet('Redis cluster routing (redis.routerandomly)'),
+    maxredirects: notYet('Redis cluster (redis.maxredirects)'),
+    ...redisPoolKnobs,
+  })
+  .transform((value, ctx) => {
+    const addrs = value.addrs ?? (value.addr ? [value.addr] : []);
+    if (addrs.length !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        message: addrs.length === 0 ? 'set redis.addr (or redis.addrs: [host:port])' : 'one Redis server only: several addresses (a cluster) are not implemented yet',
+      });
+      return z.NEVER;
+    }
+    if ((value.tls?.certificate === undefined) !== (value.tls?.key === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['tls'], message: 'set both redis.tls.certificate and redis.tls.key (a client certificate), or neither' });
+      return z.NEVER;
+    }
+    return { ...value, addr: addrs[0] };
+  });
 
 /**
  * proxy: the registry is a pull-through cache of `remoteurl` (Distribution's keys). Content is kept
@@ -455,6 +512,9 @@ const health = z.strictObject({
 
 export const configSchema = z.strictObject({
   version: z.union([z.literal('0.1'), z.literal(0.1)]).transform(() => '0.1' as const),
+  /** Distribution's deprecated spelling of log.level */
+  loglevel: z.enum(['error', 'warn', 'info', 'debug']).optional(),
+  reporting: harmless,
   log,
   storage,
   http,
@@ -467,6 +527,8 @@ export const configSchema = z.strictObject({
   health: health.optional(),
   proxy: proxy.optional(),
   middleware,
-});
+})
+  // Distribution reads the deprecated top-level loglevel when log.level is not set
+  .transform(({ log, ...rest }) => ({ ...rest, log: { ...log, level: log.level ?? rest.loglevel ?? ('info' as const) } }));
 
 export type Config = z.output<typeof configSchema>;

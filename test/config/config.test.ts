@@ -133,6 +133,61 @@ http:
     assert.deepEqual((await loadConfig(used, {})).warnings, []);
   });
 
+  it("accepts Distribution's keys that change nothing here, with one warning each, and its v3 redis shape", async () => {
+    const file = await configFile(`version: 0.1
+loglevel: debug
+log:
+  formatter: json
+  hooks:
+    - type: mail
+      disabled: true
+  reportcaller: false
+reporting:
+  newrelic:
+    licensekey: x
+storage:
+  inmemory:
+  cache:
+    blobdescriptor: redis
+  tag:
+    concurrencylimit: 8
+http:
+  addr: :5000
+  net: tcp
+  http2:
+    disabled: false
+  h2c:
+    enabled: true
+redis:
+  addrs: [127.0.0.1:6379]
+  clientname: berth
+  poolsize: 64
+  maxidleconns: 16
+  connmaxidletime: 300s
+  dialtimeout: 10ms
+ratelimit:
+  rate: 5
+  burst: 10
+`);
+    const { config, warnings } = await loadConfig(file, {});
+    assert.equal(config.log.level, 'debug', 'the deprecated loglevel applies when log.level is unset');
+    assert.equal(config.redis?.addr, '127.0.0.1:6379');
+    assert.equal(config.redis?.dialtimeout, 10);
+    for (const key of ['log.hooks', 'log.reportcaller', 'reporting', 'storage.cache.blobdescriptor', 'storage.tag.concurrencylimit', 'http.http2', 'http.h2c']) {
+      assert.equal(warnings.filter((w) => w.startsWith(`${key}: accepted for compatibility and ignored (`)).length, 1, key);
+    }
+    assert.ok(warnings.includes('loglevel: deprecated (as in Distribution); use log.level'));
+    assert.ok(warnings.some((w) => /^redis: poolsize, maxidleconns, connmaxidletime: accepted for compatibility and ignored/.test(w)), warnings.join('\n'));
+  });
+
+  it('refuses in plain words what would lose meaning: a unix socket, several Redis servers, Sentinel', async () => {
+    const base = 'version: 0.1\nstorage:\n  inmemory:\n';
+    await assert.rejects(loadConfig(await configFile(`${base}http:\n  net: unix\n  addr: /run/berth.sock\n`), {}), /http\.net: only "tcp" is supported/);
+    await assert.rejects(loadConfig(await configFile(`${base}redis:\n  addrs: [a:1, b:2]\n`), {}), /redis: one Redis server only/);
+    await assert.rejects(loadConfig(await configFile(`${base}redis:\n  addrs: [a:1]\n  mastername: m\n`), {}), /redis\.mastername: Redis Sentinel \(redis\.mastername\) is not implemented/);
+    await assert.rejects(loadConfig(await configFile(`${base}redis:\n  db: 1\n`), {}), /set redis\.addr/);
+  });
+
   it("reads booleans as Go's strconv.ParseBool does", async () => {
     for (const [text, value] of [['1', true], ['t', true], ['True', true], ['TRUE', true], ['0', false], ['F', false], ['False', false]] as const) {
       const { config } = await loadConfig(undefined, { REGISTRY_STORAGE_DELETE_ENABLED: text });
