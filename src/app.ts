@@ -84,10 +84,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const driver = enabled.reduce<StorageDriver>((inner, parts) => parts.wrapDriver?.(inner) ?? inner, options.driver ?? configured);
   const notifier = new Notifier(config.notifications, logger, { clock: scheduler.clock });
   const monitor = enabled.find((parts) => parts.health)?.health;
-  const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor) };
+  const figures = () => Object.assign({}, ...enabled.map((parts) => parts.figures?.() ?? {}));
+  const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor), figures };
   for (const parts of enabled) parts.attach?.(running);
 
-  const blobs = new BlobStore(driver);
+  const blobs = new BlobStore(driver, enabled.find((parts) => parts.blobGuard)?.blobGuard?.(driver));
   const purging = config.storage.maintenance.uploadpurging;
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
   const tags = new TagStore(driver);

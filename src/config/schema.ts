@@ -169,6 +169,17 @@ const storage = z
           })
           .prefault({}),
         readonly: z.strictObject({ enabled: bool.default(false) }).default({ enabled: false }),
+        /** berth's: garbage collection inside the running registry (src/registry/gc/online.ts) */
+        gc: z
+          .strictObject({
+            enabled: bool.default(false),
+            interval: duration.prefault('24h'),
+            /** how long a blob's upload or last use keeps it; must exceed the longest request */
+            delay: duration.prefault('1h'),
+            dryrun: bool.default(false),
+            deleteuntagged: notYet('deleting untagged manifests online (storage.maintenance.gc.deleteuntagged; berth garbage-collect --delete-untagged does it offline)'),
+          })
+          .prefault({}),
       })
       .prefault({}),
   })

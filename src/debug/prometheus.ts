@@ -50,6 +50,23 @@ export class Metrics {
     this.storage.observe({ driver, operation, outcome }, seconds);
   }
 
+  /** each feature figure as a gauge berth_<section>_<name in snake case>, read at each scrape */
+  watchFigures(figures: () => Record<string, Record<string, number>>): void {
+    for (const [section, values] of Object.entries(figures())) {
+      for (const key of Object.keys(values)) {
+        const name = `${NS}_${section}_${key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`;
+        new Gauge({
+          name,
+          help: `${section}: ${key} (as in /debug/vars)`,
+          registers: [this.registry],
+          collect() {
+            this.set(figures()[section]?.[key] ?? 0);
+          },
+        });
+      }
+    }
+  }
+
   /** the counters of /debug/vars as metrics, read from the endpoints at each scrape */
   watchNotifications(notifier: Notifier): void {
     const registers = [this.registry];

@@ -11,12 +11,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import type { Figures } from '../features/feature.js';
 import type { Readiness } from '../health/readiness.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { Metrics } from './prometheus.js';
 
 export interface DebugOptions {
   readiness: Readiness;
+  /** the features' figures, each section under its name */
+  figures: () => Figures;
   notifier: Notifier;
   metrics?: { instance: Metrics; path: string };
   logger: Logger;
@@ -52,7 +55,7 @@ export async function startDebugServer(address: { host: string; port: number }, 
 async function handle(req: IncomingMessage, res: ServerResponse, options: DebugOptions): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'only GET and HEAD' }, { allow: 'GET, HEAD' });
-  if (path === '/debug/vars') return send(res, 200, vars(options.notifier));
+  if (path === '/debug/vars') return send(res, 200, { ...vars(options.notifier), ...options.figures() });
   if (path === '/debug/health') {
     const failures = await options.readiness();
     return send(res, Object.keys(failures).length === 0 ? 200 : 503, failures);
@@ -66,7 +69,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: DebugO
   send(res, 404, { error: `no such debug page: ${path}` });
 }
 
-function vars(notifier: Notifier): unknown {
+function vars(notifier: Notifier): Record<string, unknown> {
   const notifications = { endpoints: notifier.snapshot() };
   const memory = process.memoryUsage();
   return {

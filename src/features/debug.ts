@@ -20,11 +20,15 @@ export const debugFeature: Feature<DebugConfig> = {
     let server: { url: string; close(): Promise<void> } | undefined;
     const parts: FeatureParts = {
       requestMetrics: metrics,
-      attach: ({ notifier }) => metrics?.watchNotifications(notifier),
-      async listening({ readiness, notifier }) {
+      attach({ notifier, figures }) {
+        metrics?.watchNotifications(notifier);
+        metrics?.watchFigures(figures);
+      },
+      async listening({ readiness, notifier, figures }) {
         const { startDebugServer } = await import('../debug/server.js');
         server = await startDebugServer(parseAddr(debug.addr), {
           readiness,
+          figures,
           notifier,
           metrics: metrics && { instance: metrics, path: debug.prometheus.path },
           logger,

@@ -13,7 +13,7 @@ import type { RequestMetrics } from '../http/context.js';
 import type { HealthMonitor } from '../health/monitor.js';
 import type { Readiness } from '../health/readiness.js';
 import type { Notifier } from '../notifications/notifier.js';
-import type { BlobStore } from '../registry/blobs.js';
+import type { BlobGuard, BlobStore } from '../registry/blobs.js';
 import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { TagStore } from '../registry/tags.js';
@@ -33,7 +33,12 @@ export interface Running {
   logger: Logger;
   /** the failing health checks (empty when ready), for /readyz and /debug/health */
   readiness: Readiness;
+  /** every feature's figures, for /debug/vars and Prometheus */
+  figures(): Figures;
 }
+
+/** sections of numbers a feature reports, e.g. { gc: { lastDurationSeconds: 1.2 } } */
+export type Figures = Record<string, Record<string, number>>;
 
 /** the registry core a content source builds on */
 export interface Core {
@@ -59,6 +64,10 @@ export interface FeatureParts {
   contentSource?(core: Core, stored: ContentSource): ContentSource;
   /** every write answers 405 UNSUPPORTED with this message (the pull-through cache) */
   refuseWrites?: string;
+  /** records uses of blobs for online garbage collection (the BlobStore calls it) */
+  blobGuard?(driver: StorageDriver): BlobGuard;
+  /** numbers for /debug/vars (a section each) and Prometheus (a gauge each); the same keys every time */
+  figures?(): Figures;
   /** health checks polled in the background: while one fails, every request answers 503 */
   health?: HealthMonitor;
   /** once the core is built, before the registry listens */

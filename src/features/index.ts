@@ -5,9 +5,10 @@
  */
 import { cloudfrontFeature } from './cloudfront.js';
 import { debugFeature } from './debug.js';
+import { gcFeature } from './gc.js';
 import { healthFeature } from './health.js';
 import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
 import { s3Feature } from './s3.js';
 
-export const FEATURES = [s3Feature, cloudfrontFeature, redisFeature, proxyFeature, healthFeature, debugFeature] as const;
+export const FEATURES = [s3Feature, cloudfrontFeature, redisFeature, proxyFeature, gcFeature, healthFeature, debugFeature] as const;

@@ -14,12 +14,27 @@ export interface BlobInfo {
   size: number;
 }
 
+/**
+ * Online garbage collection's hooks (gc/touch.ts): every place that tells a client a blob exists
+ * or accepts a reference to it records the use first, then checks the content.
+ */
+export interface BlobGuard {
+  /** records the use of these blobs (before their content is checked) */
+  touch(digests: Iterable<string>): Promise<void>;
+  /** puts a blob a collection moved to its trash back under blobs/; false when it is not there */
+  rescue(digest: Digest): Promise<boolean>;
+}
+
 export class BlobStore {
-  constructor(private readonly driver: StorageDriver) {}
+  constructor(
+    private readonly driver: StorageDriver,
+    private readonly guard?: BlobGuard,
+  ) {}
 
   /** size of a blob linked into `name`, or 404 BLOB_UNKNOWN */
   async stat(name: string, digest: Digest): Promise<BlobInfo> {
     if (!(await this.isLinked(name, digest))) throw blobUnknown(digest);
+    await this.touch([digest]);
     const size = await this.storedSize(digest);
     if (size === undefined) throw blobUnknown(digest);
     return { digest, size };
@@ -32,7 +47,14 @@ export class BlobStore {
 
   /** size of the stored content, whoever links to it; undefined when it is not stored */
   async storedSize(digest: Digest): Promise<number | undefined> {
+    const size = (await unlessMissing(this.driver.stat(layout.blobData(digest))))?.size;
+    if (size !== undefined || !this.guard || !(await this.guard.rescue(digest))) return size;
     return (await unlessMissing(this.driver.stat(layout.blobData(digest))))?.size;
+  }
+
+  /** records the use of blobs about to be checked and relied on (online garbage collection) */
+  async touch(digests: Iterable<string>): Promise<void> {
+    await this.guard?.touch(digests);
   }
 
   /** the blob's bytes from `offset`, `length` of them (to the end when undefined) */
@@ -62,6 +84,7 @@ export class BlobStore {
   /** 'mount': link a blob that `from` links to into `name`; false when `from` has no such blob */
   async mount(from: string, name: string, digest: Digest): Promise<BlobInfo | undefined> {
     if (!(await this.isLinked(from, digest))) return undefined;
+    await this.touch([digest]);
     const size = await this.storedSize(digest);
     if (size === undefined) return undefined;
     await this.link(name, digest);

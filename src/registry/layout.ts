@@ -15,6 +15,25 @@ export const BERTH_STATE = `${ROOT}/_berth`;
 /** the secret that signs upload URLs when http.secret is not configured (src/http/secret.ts) */
 export const UPLOAD_SECRET = `${BERTH_STATE}/upload-secret`;
 
+/** online garbage collection's state (src/registry/gc/online.ts) */
+export const GC_STATE = `${BERTH_STATE}/gc`;
+/** who collects now (gc/lease.ts) */
+export const GC_LEASE = `${GC_STATE}/lease`;
+/** written when a collection starts its mark: its modification time is the collection's start on the store's clock */
+export const GC_MARK_STARTED = `${GC_STATE}/mark-started`;
+/** a blob's last use (told to exist, mounted, committed, referenced by a manifest): its modification time */
+export function gcTouch(digest: Digest): string {
+  return `${GC_STATE}/touched/${hexOf(digest)}`;
+}
+export const GC_TRASH = `${GC_STATE}/trash`;
+/** where a collection moves a blob's data before it is deleted for good, so a late user can take it back */
+export function gcTrashData(digest: Digest): string {
+  return `${GC_TRASH}/${hexOf(digest)}/data`;
+}
+export function gcTrashDir(digest: Digest): string {
+  return `${GC_TRASH}/${hexOf(digest)}`;
+}
+
 /** every blob, in 256 directories named by the first 2 hex of their digests */
 export const BLOBS = `${ROOT}/blobs/sha256`;
 

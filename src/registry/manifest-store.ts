@@ -99,10 +99,14 @@ export class ManifestStore {
     return linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest);
   }
 
-  /** every blob must be linked in the repository, every child manifest stored in it (4.4) */
+  /**
+   * every blob must be linked in the repository and stored, every child manifest stored in it
+   * (4.4); the references are recorded as used first (online garbage collection's protocol)
+   */
   private async checkReferences(name: string, manifest: ParsedManifest): Promise<void> {
+    await this.blobs.touch([...manifest.blobs, ...manifest.manifests].map((d) => d.digest));
     const [blobsLinked, childrenStored] = await Promise.all([
-      Promise.all(manifest.blobs.map((b) => this.blobs.isLinked(name, b.digest))),
+      Promise.all(manifest.blobs.map(async (b) => (await this.blobs.isLinked(name, b.digest)) && (await this.blobs.storedSize(b.digest)) !== undefined)),
       Promise.all(manifest.manifests.map((m) => this.hasRevision(name, m.digest))),
     ]);
     const errors: ErrorEntry[] = [

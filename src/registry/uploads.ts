@@ -213,6 +213,7 @@ export class UploadSessions {
 
   /** verified data becomes the blob; when it is stored already (a concurrent upload won), keep that copy */
   private async moveToBlobs(name: string, uuid: string, digest: Digest): Promise<void> {
+    await this.blobs.touch([digest]);
     if ((await this.blobs.storedSize(digest)) !== undefined) return;
     await this.driver.move(layout.uploadData(name, uuid), layout.blobData(digest));
   }

@@ -1,0 +1,173 @@
+/**
+ * Garbage collection inside a running registry (storage.maintenance.gc). The same mark as the
+ * offline command; the sweep differs because pushes go on meanwhile (docs/decisions.md, "Garbage
+ * collection (online)"):
+ *
+ * - The collection's start T0 is the modification time of a marker it writes (the store's clock).
+ * - A blob is a candidate when nothing marked it, its data is older than T0 - delay, and its use
+ *   record (touch.ts) is older than that too or absent.
+ * - A candidate's data is moved to the trash, then its use record is read again: if a request
+ *   recorded a use meanwhile, the data goes back. A request records the use before it checks the
+ *   content, so either the collector sees the record or the request sees the content gone (and
+ *   takes it back from the trash, or answers BLOB_UNKNOWN).
+ * - The trash is emptied by a later collection: entries older than the delay, still unmarked and
+ *   unused; the others go back under blobs/.
+ *
+ * Only blobs are collected: manifests, tags and `_layers` links stay (deleting untagged manifests
+ * online is not implemented; the offline command with --delete-untagged does it).
+ */
+import { randomUUID } from 'node:crypto';
+import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../storage/driver.js';
+import type { Digest } from '../digest.js';
+import * as layout from '../layout.js';
+import { READS, readGraph } from './graph.js';
+import { REPOSITORIES_AT_ONCE } from './index.js';
+import { markRepository } from './mark.js';
+import { forEach } from './pool.js';
+import { repositoryNames } from './repositories.js';
+import { readTouch, type TouchRecord } from './touch.js';
+
+export interface OnlineOptions {
+  /** how long a blob's data or last use keeps it from being collected */
+  delayMs: number;
+  /** report what would be collected, move and delete nothing */
+  dryRun: boolean;
+  report?: (line: string) => void;
+  now?: () => number;
+}
+
+export interface OnlineSummary {
+  repositories: number;
+  marked: number;
+  /** blobs moved to the trash by this collection (deleted for good by a later one) */
+  blobsTrashed: number;
+  bytesTrashed: number;
+  /** trash entries of earlier collections deleted for good */
+  blobsPurged: number;
+  bytesFreed: number;
+  /** blobs put back: used while being collected, or referenced again */
+  blobsRestored: number;
+  /** unmarked blobs spared because they are younger than the delay or were used within it */
+  blobsSpared: number;
+  durationMs: number;
+}
+
+export async function collectOnline(driver: StorageDriver, options: OnlineOptions): Promise<OnlineSummary> {
+  const now = options.now ?? Date.now;
+  const started = now();
+  const report = options.report ?? (() => {});
+  const summary: OnlineSummary = { repositories: 0, marked: 0, blobsTrashed: 0, bytesTrashed: 0, blobsPurged: 0, bytesFreed: 0, blobsRestored: 0, blobsSpared: 0, durationMs: 0 };
+
+  await driver.putContent(layout.GC_MARK_STARTED, Buffer.from(randomUUID()));
+  const horizon = (await driver.stat(layout.GC_MARK_STARTED)).modTime.getTime() - options.delayMs;
+  const recent = (touch: TouchRecord | undefined) => touch !== undefined && touch.modTime.getTime() >= horizon;
+
+  const marked = new Set<string>();
+  await forEach(repositoryNames(driver), REPOSITORIES_AT_ONCE, async (name) => {
+    summary.repositories++;
+    markRepository(await readGraph(driver, name), false, marked, report);
+  });
+  summary.marked = marked.size;
+
+  await emptyTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary });
+  await sweepIntoTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary });
+  summary.durationMs = now() - started;
+  return summary;
+}
+
+interface Pass {
+  marked: Set<string>;
+  /** T0 - delay, on the store's clock */
+  horizon: number;
+  recent(touch: TouchRecord | undefined): boolean;
+  dryRun: boolean;
+  report: (line: string) => void;
+  summary: OnlineSummary;
+}
+
+async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> {
+  const { summary, report } = pass;
+  await forEach((await unlessMissing(driver.listNames(layout.BLOBS))) ?? [], 4, async (prefix) => {
+    const names = (await unlessMissing(driver.listNames(layout.blobPrefixDir(prefix)))) ?? [];
+    await forEach(
+      names.filter((hex) => !pass.marked.has(`sha256:${hex}`)),
+      READS,
+      async (hex) => {
+        const digest: Digest = `sha256:${hex}`;
+        const info = await unlessMissing(driver.stat(layout.blobData(digest)));
+        if (!info) return;
+        const before = await readTouch(driver, digest);
+        if (info.modTime.getTime() >= pass.horizon || pass.recent(before)) {
+          summary.blobsSpared++;
+          return;
+        }
+        report(`blob eligible for deletion: ${digest} (${info.size} bytes)`);
+        if (pass.dryRun) {
+          summary.blobsTrashed++;
+          summary.bytesTrashed += info.size;
+          return;
+        }
+        if (!(await moveIfThere(driver, layout.blobData(digest), layout.gcTrashData(digest)))) return;
+        await driver.putContent(trashedMarker(digest), Buffer.alloc(0));
+        const after = await readTouch(driver, digest);
+        if (after && after.token !== before?.token) {
+          // a request recorded a use while the data was being moved: it may rely on it
+          await moveIfThere(driver, layout.gcTrashData(digest), layout.blobData(digest));
+          summary.blobsRestored++;
+          report(`blob used meanwhile, restored: ${digest}`);
+          return;
+        }
+        summary.blobsTrashed++;
+        summary.bytesTrashed += info.size;
+      },
+    );
+  });
+}
+
+/** the trash of earlier collections: deleted for good, or back under blobs/ when marked or used */
+async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
+  const { summary, report } = pass;
+  await forEach((await unlessMissing(driver.listNames(layout.GC_TRASH))) ?? [], READS, async (hex) => {
+    const digest: Digest = `sha256:${hex}`;
+    const data = await unlessMissing(driver.stat(layout.gcTrashData(digest)));
+    if (!data) {
+      if (!pass.dryRun) await unlessMissing(driver.delete(layout.gcTrashDir(digest))); // taken back already
+      return;
+    }
+    if (pass.marked.has(digest) || pass.recent(await readTouch(driver, digest))) {
+      report(`blob in use again, restored from the trash: ${digest}`);
+      if (pass.dryRun) return;
+      if ((await unlessMissing(driver.stat(layout.blobData(digest)))) === undefined) await moveIfThere(driver, layout.gcTrashData(digest), layout.blobData(digest));
+      await unlessMissing(driver.delete(layout.gcTrashDir(digest)));
+      summary.blobsRestored++;
+      return;
+    }
+    const trashed = await unlessMissing(driver.stat(trashedMarker(digest)));
+    if (!trashed) {
+      // moved, then the collector stopped before it wrote when: from now on
+      if (!pass.dryRun) await driver.putContent(trashedMarker(digest), Buffer.alloc(0));
+      return;
+    }
+    if (trashed.modTime.getTime() >= pass.horizon) return; // trashed within the delay: a later collection
+    report(`blob deleted from the trash: ${digest} (${data.size} bytes)`);
+    summary.blobsPurged++;
+    summary.bytesFreed += data.size;
+    if (!pass.dryRun) await unlessMissing(driver.delete(layout.gcTrashDir(digest)));
+  });
+}
+
+/** when the blob went to the trash: its modification time */
+function trashedMarker(digest: Digest): string {
+  return `${layout.gcTrashDir(digest)}/trashed`;
+}
+
+/** false when the source is gone (another instance or a request moved it first) */
+async function moveIfThere(driver: StorageDriver, from: string, to: string): Promise<boolean> {
+  try {
+    await driver.move(from, to);
+    return true;
+  } catch (err) {
+    if (err instanceof PathNotFoundError) return false;
+    throw err;
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The running registry's half of online collection's protocol (docs/decisions.md, "Garbage
+ * collection (online)"): before a blob is told to exist or accepted as a reference, its use is
+ * recorded (`touch`), and only then is its content checked; content a collection has just moved
+ * to its trash is taken back (`rescue`). The collector's half (online.ts) moves a blob to the
+ * trash, then reads the record again: one of the two always sees the other.
+ */
+import { randomUUID } from 'node:crypto';
+import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../storage/driver.js';
+import type { BlobGuard } from '../blobs.js';
+import type { Digest } from '../digest.js';
+import * as layout from '../layout.js';
+
+export interface TouchRecord {
+  /** unique per write, so two writes within the store's timestamp resolution still differ */
+  token: string;
+  modTime: Date;
+}
+
+/** a blob's last recorded use, or undefined */
+export async function readTouch(driver: StorageDriver, digest: Digest): Promise<TouchRecord | undefined> {
+  const [content, info] = await Promise.all([unlessMissing(driver.getContent(layout.gcTouch(digest))), unlessMissing(driver.stat(layout.gcTouch(digest)))]);
+  return content && info ? { token: content.toString(), modTime: info.modTime } : undefined;
+}
+
+export class TouchingGuard implements BlobGuard {
+  /** digest -> when this process last wrote its record (local clock) */
+  private readonly written = new Map<string, number>();
+
+  /**
+   * `quietMs`: a blob this process recorded less than this long ago is not written again (a hot
+   * blob pulled often costs one write per quietMs). It must stay well under the collection delay:
+   * the record a collection reads is then recent enough to spare the blob (online.ts).
+   */
+  constructor(
+    private readonly driver: StorageDriver,
+    private readonly quietMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async touch(digests: Iterable<string>): Promise<void> {
+    const now = this.now();
+    const due = [...new Set(digests)].filter((digest) => now - (this.written.get(digest) ?? -Infinity) >= this.quietMs);
+    await Promise.all(
+      due.map(async (digest) => {
+        await this.driver.putContent(layout.gcTouch(digest as Digest), Buffer.from(randomUUID()));
+        this.written.set(digest, now);
+      }),
+    );
+    if (this.written.size > 100_000) this.forgetOld(now);
+  }
+
+  async rescue(digest: Digest): Promise<boolean> {
+    try {
+      await this.driver.move(layout.gcTrashData(digest), layout.blobData(digest));
+      return true;
+    } catch (err) {
+      if (err instanceof PathNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  private forgetOld(now: number): void {
+    for (const [digest, at] of this.written) if (now - at >= this.quietMs) this.written.delete(digest);
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * Online garbage collection (storage.maintenance.gc): what it collects and when, the protocol
+ * that keeps every blob a client relies on (a use recorded meanwhile brings a blob back from the
+ * trash), the lease, and a race of collections against pushes, mounts and deletes, on the
+ * filesystem and on S3 (Ceph).
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import { pino } from 'pino';
+import * as layout from '../../src/registry/layout.js';
+import { collectOnline } from '../../src/registry/gc/online.js';
+import { Lease } from '../../src/registry/gc/lease.js';
+import { collectionTask } from '../../src/registry/gc/task.js';
+import { TouchingGuard } from '../../src/registry/gc/touch.js';
+import type { Digest } from '../../src/registry/digest.js';
+import { ForwardingDriver } from '../../src/storage/forwarding.js';
+import { unlessMissing, type StorageDriver } from '../../src/storage/driver.js';
+import { pushBlob } from '../helpers/blobs.js';
+import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { stopSharedCeph } from '../helpers/ceph.js';
+import { buildImage, pushImageOK, putManifest, type Image } from '../helpers/images.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sha = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
+
+async function stored(driver: StorageDriver, digest: string): Promise<boolean> {
+  return (await unlessMissing(driver.stat(layout.blobData(digest as Digest)))) !== undefined;
+}
+
+/** the image is served whole: its manifest, and every blob by its digest */
+async function servedWhole(url: string, name: string, image: Image): Promise<string | undefined> {
+  const manifest = await fetch(`${url}/v2/${name}/manifests/${image.digest}`, { headers: { accept: image.mediaType } });
+  if (manifest.status !== 200) return `${name}@${image.digest}: manifest ${manifest.status}`;
+  if (sha(Buffer.from(await manifest.arrayBuffer())) !== image.digest) return `${name}@${image.digest}: manifest bytes differ`;
+  for (const blob of image.blobs) {
+    const res = await fetch(`${url}/v2/${name}/blobs/${blob.digest}`);
+    if (res.status !== 200) return `${name}: blob ${blob.digest} ${res.status}`;
+    if (sha(Buffer.from(await res.arrayBuffer())) !== blob.digest) return `${name}: blob ${blob.digest} bytes differ`;
+  }
+  return undefined;
+}
+
+async function pushBlobsOnly(url: string, name: string, image: Image): Promise<void> {
+  for (const blob of image.blobs) assert.equal((await pushBlob(url, name, blob.data, blob.digest)).status, 201);
+}
+
+for (const driver of ['filesystem', 's3'] as const) {
+  describe(`online garbage collection (${driver})`, () => {
+    // S3 keeps modification times to the second: a blob is older than the delay a second later
+    const DELAY_MS = driver === 's3' ? 2000 : 1000;
+    const AGED_MS = DELAY_MS + (driver === 's3' ? 1200 : 200);
+    const GC = { storage: { maintenance: { gc: { enabled: true, delay: `${DELAY_MS}ms` } } } };
+    after(() => (driver === 's3' ? stopSharedCeph() : undefined));
+
+    const withBerth = async (body: (berth: TestRegistry) => Promise<void>) => {
+      const berth = await startBerth(GC, { driver });
+      try {
+        await body(berth);
+      } finally {
+        await berth.stop();
+      }
+    };
+
+    it('moves unreferenced blobs older than the delay to the trash, deletes them at a later collection, keeps every referenced one', async () => {
+      await withBerth(async ({ url, app }) => {
+        const kept = await pushImageOK(url, 'app/kept', buildImage('docker-v2'));
+        const orphan = buildImage('docker-v2');
+        await pushBlobsOnly(url, 'app/orphan', orphan);
+        const young = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
+        assert.equal(young.blobsTrashed, 0, 'nothing is older than the delay yet');
+        assert.ok(young.blobsSpared >= orphan.blobs.length);
+
+        await sleep(AGED_MS);
+        const dry = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: true });
+        assert.equal(dry.blobsTrashed, orphan.blobs.length);
+        for (const blob of orphan.blobs) assert.ok(await stored(app.driver, blob.digest), 'a dry run moves nothing');
+
+        const first = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
+        assert.equal(first.blobsTrashed, orphan.blobs.length);
+        for (const blob of orphan.blobs) assert.equal(await stored(app.driver, blob.digest), false);
+        assert.equal(await servedWhole(url, 'app/kept', kept), undefined);
+
+        await sleep(AGED_MS);
+        const second = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
+        assert.equal(second.blobsPurged, orphan.blobs.length);
+        assert.equal(second.bytesFreed, orphan.blobs.reduce((n, b) => n + b.size, 0));
+        assert.deepEqual((await unlessMissing(app.driver.listNames(layout.GC_TRASH))) ?? [], []);
+        assert.equal(await servedWhole(url, 'app/kept', kept), undefined);
+      });
+    });
+
+    it('a blob in the trash is taken back by the next request that relies on it (HEAD, then a manifest that references it)', async () => {
+      await withBerth(async ({ url, app }) => {
+        const image = buildImage('docker-v2');
+        await pushBlobsOnly(url, 'team/late', image);
+        await sleep(AGED_MS);
+        assert.equal((await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false })).blobsTrashed, image.blobs.length);
+        for (const blob of image.blobs) {
+          const head = await fetch(`${url}/v2/team/late/blobs/${blob.digest}`, { method: 'HEAD' });
+          assert.equal(head.status, 200, 'rescued from the trash');
+        }
+        const put = await putManifest(url, 'team/late', 'v1', image.body, image.mediaType);
+        assert.equal(put.status, 201);
+        assert.equal(await servedWhole(url, 'team/late', image), undefined);
+        await sleep(AGED_MS);
+        const next = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
+        assert.equal(next.blobsPurged, 0);
+        assert.equal(await servedWhole(url, 'team/late', image), undefined);
+      });
+    });
+
+    it('a use recorded while the collector moves a blob to the trash brings it back (the protocol, interleaved by hand)', async () => {
+      await withBerth(async ({ url, app }) => {
+        const image = buildImage('docker-v2');
+        await pushBlobsOnly(url, 'team/race', image);
+        await sleep(AGED_MS);
+        const writer = new TouchingGuard(app.driver, 0);
+        // a request records its use right after the collector's move, before the collector reads the record again
+        const interleaving = new (class extends ForwardingDriver {
+          override async move(src: string, dst: string): Promise<void> {
+            await super.move(src, dst);
+            const hex = dst.match(/\/trash\/([0-9a-f]{64})\/data$/)?.[1];
+            if (hex) await writer.touch([`sha256:${hex}`]);
+          }
+        })(app.driver);
+        const summary = await collectOnline(interleaving, { delayMs: DELAY_MS, dryRun: false });
+        assert.equal(summary.blobsTrashed, 0);
+        assert.equal(summary.blobsRestored, image.blobs.length);
+        for (const blob of image.blobs) assert.ok(await stored(app.driver, blob.digest));
+        assert.equal((await putManifest(url, 'team/race', 'v1', image.body, image.mediaType)).status, 201);
+        assert.equal(await servedWhole(url, 'team/race', image), undefined);
+      });
+    });
+
+    it('uploads in progress are untouched', async () => {
+      await withBerth(async ({ url, app }) => {
+        const started = await fetch(`${url}/v2/team/slow/blobs/uploads/`, { method: 'POST' });
+        const location = new URL(started.headers.get('location')!, url);
+        const part = Buffer.alloc(4096, 3);
+        const patched = await fetch(location, { method: 'PATCH', headers: { 'content-type': 'application/octet-stream' }, body: part });
+        assert.equal(patched.status, 202);
+        await sleep(AGED_MS);
+        await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
+        const rest = Buffer.alloc(100, 4);
+        const put = new URL(patched.headers.get('location')!, url);
+        put.searchParams.set('digest', sha(Buffer.concat([part, rest])));
+        assert.equal((await fetch(put, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: rest })).status, 201);
+      });
+    });
+
+    it('one collector at a time: of two instances ticking together one collects, the other skips', async () => {
+      await withBerth(async ({ app }) => {
+        const logger = pino({ level: 'silent' });
+        const settings = { interval: 60_000, delay: DELAY_MS, dryrun: true };
+        const runs: string[] = [];
+        const leases = [0, 1].map(() => new Lease(app.driver, { ttlMs: 60_000, settleMs: 300 }));
+        const tasks = leases.map((lease, i) => collectionTask(app.driver, settings, logger, () => runs.push(`instance ${i}`), lease));
+        await Promise.all(tasks.map((task) => task.run(new AbortController().signal)));
+        assert.equal(runs.length, 1, runs.join());
+        // released: the next tick of either collects
+        await tasks[1].run(new AbortController().signal);
+        assert.equal(runs.length, 2);
+        // a holder that died: its lease expires and is taken over
+        const dead = new Lease(app.driver, { ttlMs: 200, settleMs: 50 });
+        assert.equal(await dead.acquire(), true);
+        assert.equal(await leases[0].acquire(), false, 'held and not expired');
+        await sleep(300);
+        assert.equal(await leases[0].acquire(), true, 'expired: taken over');
+        await leases[0].release();
+      });
+    });
+
+    it('the race: collections against pushes that reuse old unreferenced blobs, mounts and deletes lose nothing acknowledged', async () => {
+      await withBerth(async ({ url, app }) => {
+        const rounds = driver === 's3' ? 4 : 10;
+        const acknowledged = new Map<string, { name: string; image: Image }>();
+        const deleted = new Set<string>();
+        let operations = 0;
+        let refused = 0;
+        let collected = 0;
+        for (let round = 0; round < rounds; round++) {
+          const images = Array.from({ length: 6 }, () => buildImage('docker-v2', { layers: 2, layerSize: 512 }));
+          for (const [i, image] of images.entries()) await pushBlobsOnly(url, `old/r${round}i${i}`, image);
+          await sleep(AGED_MS); // every blob of the round is now old and unreferenced
+          const collector = (async () => {
+            for (let i = 0; i < 2; i++) {
+              const s = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
+              collected += s.blobsTrashed + s.blobsPurged;
+            }
+          })();
+          const pushers = images.map(async (image, i) => {
+            await sleep(i * 15);
+            const from = `old/r${round}i${i}`;
+            let name = from;
+            if (i % 3 === 1) {
+              // a mount into another repository, then the manifest there
+              name = `new/r${round}i${i}`;
+              for (const blob of image.blobs) {
+                operations++;
+                await fetch(`${url}/v2/${name}/blobs/uploads/?mount=${blob.digest}&from=${from}`, { method: 'POST' });
+              }
+            } else if (i % 3 === 2) {
+              return; // left unreferenced: the collections may take it
+            } else {
+              for (const blob of image.blobs) {
+                operations++;
+                await fetch(`${url}/v2/${name}/blobs/${blob.digest}`, { method: 'HEAD' });
+              }
+            }
+            operations++;
+            const res = await putManifest(url, name, `t${round}`, image.body, image.mediaType);
+            if (res.status === 201) acknowledged.set(`${name}@${image.digest}`, { name, image });
+            else refused++; // a safe answer (BLOB_UNKNOWN): the client uploads again
+          });
+          // a delete of an image acknowledged in an earlier round
+          const earlier = [...acknowledged.keys()].find((key) => !deleted.has(key));
+          if (earlier) {
+            const { name, image } = acknowledged.get(earlier)!;
+            operations++;
+            if ((await fetch(`${url}/v2/${name}/manifests/${image.digest}`, { method: 'DELETE' })).status === 202) deleted.add(earlier);
+          }
+          await Promise.all([collector, ...pushers]);
+          for (const [key, { name, image }] of acknowledged) {
+            if (deleted.has(key)) continue;
+            // under blobs/ (not waiting in the trash for a read to take it back), then served whole
+            for (const blob of image.blobs) assert.ok(await stored(app.driver, blob.digest), `round ${round}: ${name} ${blob.digest} is in the trash`);
+            assert.equal(await servedWhole(url, name, image), undefined, `round ${round}`);
+          }
+        }
+        const kept = [...acknowledged.keys()].filter((key) => !deleted.has(key)).length;
+        console.log(`# race (${driver}): ${rounds} rounds, ${operations} operations, ${acknowledged.size} manifests acknowledged, ${deleted.size} deleted, ${kept} checked whole after every round, ${refused} refused safely, ${collected} blobs collected; nothing lost`);
+        assert.ok(collected > 0, 'the collections did collect the unreferenced blobs');
+        assert.ok(acknowledged.size >= rounds * 3, 'most pushes were acknowledged');
+      });
+    });
+  });
+}
