@@ -236,3 +236,41 @@ for (const driver of ['filesystem', 's3'] as const) {
     });
   });
 }
+
+describe('online garbage collection in a running registry', () => {
+  it('runs on its interval and reports its last figures in /debug/vars and Prometheus', async () => {
+    const berth = await startBerth({
+      storage: { maintenance: { gc: { enabled: true, interval: '300ms', delay: '1s' } } },
+      http: { debug: { addr: '127.0.0.1:0', prometheus: { enabled: true } } },
+    });
+    try {
+      const orphan = buildImage('docker-v2');
+      await pushBlobsOnly(berth.url, 'app/orphan', orphan);
+      await sleep(1300);
+      const deadline = Date.now() + 20_000;
+      let gc: Record<string, number> = {};
+      while (Date.now() < deadline) {
+        gc = ((await (await fetch(`${berth.app.debugURL}/debug/vars`)).json()) as { gc: Record<string, number> }).gc;
+        if (gc.lastBlobsTrashed > 0 || gc.runs > 3) break;
+        await sleep(200);
+      }
+      assert.ok(gc.runs >= 1, JSON.stringify(gc));
+      assert.equal(gc.lastBlobsTrashed, orphan.blobs.length, JSON.stringify(gc));
+      assert.equal(typeof gc.lastDurationSeconds, 'number');
+      const metrics = await (await fetch(`${berth.app.debugURL}/metrics`)).text();
+      assert.match(metrics, /^berth_gc_runs \d+$/m);
+      assert.match(metrics, /^berth_gc_last_bytes_freed \d+$/m);
+      assert.match(metrics, /^berth_gc_last_duration_seconds [\d.e-]+$/m);
+    } finally {
+      await berth.stop();
+    }
+  });
+
+  it('online deleteuntagged is refused as not implemented', async () => {
+    const { validateConfig } = await import('../../src/config/load.js');
+    assert.throws(
+      () => validateConfig({ version: '0.1', storage: { inmemory: {}, maintenance: { gc: { enabled: true, deleteuntagged: true } } } }, 't'),
+      /storage\.maintenance\.gc\.deleteuntagged: deleting untagged manifests online .* is not implemented/,
+    );
+  });
+});
