@@ -13,13 +13,14 @@
  * Environment:
  *   BENCH_QUICK=1          a short smoke run (small blobs, 1 s autocannon runs, one round)
  *   BENCH_ONLY=a,b         only the scenarios whose id starts with one of these (e.g. push,skopeo;
- *                          s3 for every S3 row, catalog-last for the deep catalog page)
+ *                          s3 for every S3 row, catalog-last for the deep catalog page, gc for
+ *                          the offline garbage collection of a 3,000-repository root)
  *   BENCH_CPU_PROFILE=DIR  run berth with node --cpu-prof, writing the profile into DIR on exit
  *                          (bench/profile-top.ts summarises it)
  *   BENCH_BERTH=tsx       run berth from src/ through tsx instead of compiling it first
  *   BENCH_OUT=FILE         write the Markdown here instead of bench/results/<date>.md
  *
- * Needs the Debian packages docker-registry and skopeo; ceph-mon, ceph-osd, radosgw and ceph-common
+ * Needs the Debian packages docker-registry, skopeo and time (GNU time, for the gc row's peak RSS); ceph-mon, ceph-osd, radosgw and ceph-common
  * for the S3 rows (skipped without them); librsvg2-bin for the PNG chart.
  */
 import { execFile, execFileSync } from 'node:child_process';
@@ -33,6 +34,7 @@ import { PatternBlob, REPO_ROOT } from '../test/helpers/berth-process.js';
 import { writeOCILayout } from '../test/helpers/oci-layout.js';
 import { toolAvailable } from '../test/helpers/tools.js';
 import { linkBlob, PULL_REPO, smallImage, writeBlobFile, writeSmallFixtures } from './lib/fixtures.js';
+import { measureGc, type GcRow } from './lib/gc.js';
 import { measureLimits } from './lib/limits.js';
 import { measure, settle } from './lib/process-stats.js';
 import { buildBerth, distributionVersion, filesystemBackend, s3Backend, S3_CHUNK_SIZE, startBerth, startDistribution, type Backend, type Registry, type RegistryName } from './lib/registries.js';
@@ -64,6 +66,8 @@ const CONNECTIONS = [32, 128];
 /** the S3 small-request rows run at one connection count */
 const S3_CONNECTIONS = 32;
 const LAYERS = 20;
+/** the garbage-collection row's root: repositories of three images, a third of them deleted */
+const GC_REPOSITORIES = 3000;
 
 const wanted = (id: string) => only.length === 0 || only.some((p) => id.startsWith(p));
 
@@ -145,6 +149,7 @@ async function main(): Promise<number> {
   process.on('exit', () => rmSync(work, { recursive: true, force: true }));
   const running: Registry[] = [];
   const results: ScenarioResult[] = [];
+  let gc: GcRow | undefined;
   let store: S3Store | undefined;
   let s3: S3Part | undefined;
   let limits;
@@ -277,6 +282,11 @@ async function main(): Promise<number> {
         }
       }
     }
+    // ---- offline garbage collection: a command, not a server; one fresh copy of the root per run
+    if (wanted('gc')) {
+      await stopAll();
+      gc = await measureGc(work, cli ?? buildBerth(), quick ? 300 : GC_REPOSITORIES, quick ? 1 : 3, log);
+    }
   } finally {
     await Promise.allSettled(running.map((r) => r.stop()));
     await store?.stop();
@@ -298,6 +308,7 @@ async function main(): Promise<number> {
     s3,
     limits,
     results,
+    gc,
     quick,
     notes,
     chartFile: `${basename(stem)}.png`,

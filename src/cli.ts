@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 /** The `berth` command: serve, config check, garbage-collect. Exit codes: 0 done, 1 failed, 2 bad usage. */
-import { createApp } from './app.js';
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { s3Feature } from './features/s3.js';
@@ -77,6 +76,8 @@ async function main(argv: string[]): Promise<number> {
 
 async function serve(file: string | undefined): Promise<number> {
   const { config, source, warnings } = await loadConfig(file);
+  // imported here: the other commands (garbage-collect) do not load the web server and its modules
+  const { createApp } = await import('./app.js');
   const app = await createApp(config, { configSource: source });
   for (const warning of warnings) app.logger.warn(warning);
   await app.listen();

@@ -1,4 +1,13 @@
-/** berth's version, from package.json (one level above both src/ and dist/) */
-import { readFileSync } from 'node:fs';
+/** berth's version, from the nearest package.json above this module (src/, dist/ or a build elsewhere in the checkout) */
+import { existsSync, readFileSync } from 'node:fs';
 
-export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+function findVersion(): string {
+  let dir = new URL('..', import.meta.url);
+  for (let i = 0; i < 4; i++, dir = new URL('..', dir)) {
+    const file = new URL('package.json', dir);
+    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+  }
+  return 'unknown';
+}
+
+export const VERSION = findVersion();

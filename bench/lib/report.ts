@@ -6,6 +6,7 @@
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import type { GcRow } from './gc.js';
 import type { Limits } from './limits.js';
 import type { Usage } from './process-stats.js';
 import type { RegistryName } from './registries.js';
@@ -79,6 +80,8 @@ export interface Report {
   s3?: S3Part;
   limits: Limits;
   results: ScenarioResult[];
+  /** the offline garbage collection row, when it ran */
+  gc?: GcRow;
   settings: Record<string, string>;
   quick: boolean;
   command: string;
@@ -94,6 +97,26 @@ const fmtThroughput = (v: number | undefined, unit: string) => (v === undefined 
 
 function both(result: ScenarioResult): { b?: Summary; r?: Summary } {
   return { b: summarize(result.samples.berth), r: summarize(result.samples.distribution) };
+}
+
+/** offline collection of the same root: time and peak RSS of each process, medians over the rounds */
+function renderGc(lines: string[], gc: GcRow): void {
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const seconds = { b: median(gc.berth.map((r) => r.seconds)), r: median(gc.distribution.map((r) => r.seconds)) };
+  const rss = { b: median(gc.berth.map((r) => r.peakRssKiB)) / 1024, r: median(gc.distribution.map((r) => r.peakRssKiB)) / 1024 };
+  lines.push('');
+  lines.push('## Offline garbage collection');
+  lines.push('');
+  lines.push(
+    `A filesystem root of ${gc.repositories} repositories, ${gc.images} images (${gc.deleted} deleted through the API), ${gc.blobs} blobs; ` +
+      `\`berth garbage-collect\` and \`docker-registry garbage-collect\` each on a fresh copy, ${gc.berth.length} round(s), whole process under GNU time.`,
+  );
+  lines.push('');
+  lines.push('| | berth | Distribution | speed ratio (Distribution s / berth s) |');
+  lines.push('|---|---|---|---|');
+  lines.push(`| seconds (median) | ${f(seconds.b, 2)} | ${f(seconds.r, 2)} | **${f(ratio(seconds.r, seconds.b), 2)}×** |`);
+  lines.push(`| peak RSS MiB (median) | ${f(rss.b, 0)} | ${f(rss.r, 0)} | |`);
+  lines.push(`| blobs left | ${gc.berth.map((r) => r.blobsLeft).join(', ')} | ${gc.distribution.map((r) => r.blobsLeft).join(', ')} | |`);
 }
 
 export function renderMarkdown(report: Report): string {
@@ -170,6 +193,7 @@ export function renderMarkdown(report: Report): string {
   lines.push('## Targets');
   lines.push('');
   lines.push(...targets(report).map((t) => `- ${t}`));
+  if (report.gc) renderGc(lines, report.gc);
   for (const [storage, rows] of sections(report)) {
     if (rows.length === 0) continue;
     lines.push('');
