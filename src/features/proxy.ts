@@ -31,6 +31,7 @@ export const proxyFeature: Feature<ProxyConfig> = {
       contentSource: (core, stored) => plan.content(core, stored),
       refuseWrites: plan.refuseWrites,
       withNamespace: plan.withNamespace,
+      figures: () => ({ proxy: plan.stats.snapshot() }),
     };
   },
 };

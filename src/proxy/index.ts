@@ -10,6 +10,7 @@ import { BlobFetches } from './blob-fetch.js';
 import { PullThroughCache } from './cache.js';
 import { MirrorRoutes } from './mirrors.js';
 import { MirrorRouter } from './router.js';
+import { ProxyStats } from './stats.js';
 import { Upstream } from './upstream.js';
 
 /** one upstream, its password already read from its file where it came from one */
@@ -34,19 +35,23 @@ export interface ProxyPlan {
   refuseWrites(name: string): string | undefined;
   /** containerd's `ns`: the local name of `name` on that registry host, if one is mirrored */
   withNamespace?(name: string, ns: string): string | undefined;
+  /** hits, misses and bytes fetched, over every upstream */
+  stats: ProxyStats;
 }
 
 /** Distribution's single upstream (the whole registry a mirror) or several under prefixes */
 export function proxyPlan(options: { single: ProxyOptions } | { mirrors: MirrorOptions[] }): ProxyPlan {
+  const stats = new ProxyStats();
   if ('single' in options) {
     const message = refusedWrites(options.single.remoteurl);
-    return { content: (core, stored) => pullThroughCache(options.single, core, stored), refuseWrites: () => message };
+    return { content: (core, stored) => pullThroughCache(options.single, core, stored, stats), refuseWrites: () => message, stats };
   }
   const routes = new MirrorRoutes(options.mirrors);
   return {
+    stats,
     content(core, stored) {
       const caches = new Map(
-        options.mirrors.map((mirror) => [mirror.prefix, pullThroughCache({ ...mirror, remoteName: (name) => routes.remoteName(mirror, name) }, core, stored)]),
+        options.mirrors.map((mirror) => [mirror.prefix, pullThroughCache({ ...mirror, remoteName: (name) => routes.remoteName(mirror, name) }, core, stored, stats)]),
       );
       return new MirrorRouter((name) => caches.get(routes.of(name)?.prefix ?? ''), stored);
     },
@@ -65,12 +70,12 @@ export function proxyPlan(options: { single: ProxyOptions } | { mirrors: MirrorO
  */
 export const PROXY_TIMEOUTS = { checkTimeoutMs: 5_000, fetchTimeoutMs: 30_000, idleTimeoutMs: 60_000 };
 
-function pullThroughCache(options: ProxyOptions, core: Core, stored: ContentSource): ContentSource {
+function pullThroughCache(options: ProxyOptions, core: Core, stored: ContentSource, stats: ProxyStats): ContentSource {
   const logger = core.logger.child({ component: 'proxy', upstream: new URL(options.remoteurl).host });
   const upstream = new Upstream({ ...options, ...PROXY_TIMEOUTS }, logger);
   const manifests = new ManifestStore(core.driver, core.blobs, core.tags, { cachedFromUpstream: true });
-  const fetches = new BlobFetches(upstream, core.uploads, core.blobs, logger, PROXY_TIMEOUTS);
-  return new PullThroughCache(upstream, stored, manifests, core.blobs, fetches, logger, PROXY_TIMEOUTS);
+  const fetches = new BlobFetches(upstream, core.uploads, core.blobs, logger, PROXY_TIMEOUTS, stats);
+  return new PullThroughCache(upstream, stored, manifests, core.blobs, fetches, logger, PROXY_TIMEOUTS, stats);
 }
 
 /** the message of every write's 405 with a single upstream */

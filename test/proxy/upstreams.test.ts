@@ -71,7 +71,7 @@ describe('proxy.upstreams: mirrors under prefixes beside private repositories', 
       {
         version: '0.1',
         storage: { inmemory: {}, delete: { enabled: true } },
-        http: { secret: 's' },
+        http: { secret: 's', debug: { addr: '127.0.0.1:0', prometheus: { enabled: true } } },
         proxy: {
           upstreams: [
             { prefix: 'hub', remoteurl: plain.url },
@@ -123,6 +123,24 @@ describe('proxy.upstreams: mirrors under prefixes beside private repositories', 
     assert.deepEqual(Buffer.from(await blob.arrayBuffer()), plainImage.blobs[0].data);
     const unknownHost = await fetch(`${url}/v2/company/service/manifests/v2?ns=quay.io`);
     assert.equal(unknownHost.status, 200, 'served from the registry itself');
+  });
+
+  it('counts hits, misses and bytes fetched in /debug/vars and Prometheus', async () => {
+    const vars = async () => ((await (await fetch(`${mirror.debugURL}/debug/vars`)).json()) as { proxy: Record<string, number> }).proxy;
+    const before = await vars();
+    const image = await pushImageOK(plain.url, 'count/me', buildImage('oci-manifest', { layers: 1 }), 'v1');
+    await pulledWhole(url, 'hub/count/me', image.digest, image); // fetched
+    await pulledWhole(url, 'hub/count/me', image.digest, image); // cached
+    const after = await vars();
+    assert.equal(after.manifestMisses - before.manifestMisses, 1);
+    assert.equal(after.manifestHits - before.manifestHits, 1);
+    assert.equal(after.manifestBytesFetched - before.manifestBytesFetched, image.body.length);
+    assert.equal(after.blobMisses - before.blobMisses, image.blobs.length);
+    assert.equal(after.blobHits - before.blobHits, image.blobs.length);
+    assert.equal(after.blobBytesFetched - before.blobBytesFetched, image.blobs.reduce((n, b) => n + b.size, 0));
+    const metrics = await (await fetch(`${mirror.debugURL}/metrics`)).text();
+    assert.match(metrics, new RegExp(`^berth_proxy_blob_hits ${after.blobHits}$`, 'm'));
+    assert.match(metrics, /^berth_proxy_manifest_bytes_fetched \d+$/m);
   });
 
   it('reads the password from its file (a token upstream accepted it) and shows it nowhere', async () => {
