@@ -107,7 +107,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   }));
   const server = buildServer(
     {
-      options: { ...edgeOptions(config, prefix), refuseWrites: enabled.find((parts) => parts.refuseWrites)?.refuseWrites },
+      options: {
+        ...edgeOptions(config, prefix),
+        refuseWrites: enabled.find((parts) => parts.refuseWrites)?.refuseWrites,
+        withNamespace: enabled.find((parts) => parts.withNamespace)?.withNamespace,
+      },
       blobs,
       uploads,
       manifests,

@@ -25,7 +25,8 @@ function describeStorage(storage: Config['storage']): string {
 
 function modes(config: Config): string[] {
   const on: string[] = [];
-  if (config.proxy) on.push(`pull-through cache of ${config.proxy.remoteurl}`);
+  if (config.proxy?.remoteurl) on.push(`pull-through cache of ${config.proxy.remoteurl}`);
+  for (const mirror of config.proxy?.upstreams ?? []) on.push(`${mirror.prefix}/ mirrors ${mirror.remoteurl}`);
   if (config.storage.maintenance.readonly.enabled) on.push('read-only');
   on.push(config.storage.delete.enabled ? 'deletes enabled' : 'deletes disabled');
   return on;

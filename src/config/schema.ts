@@ -467,23 +467,68 @@ const redis = z
  * until it is deleted by hand: TTL expiry is not implemented yet, so only ttl 0 (keep forever) is
  * accepted, and an absent ttl means the same (Distribution's default is 168h).
  */
+const remoteurl = z
+  .url({ protocol: /^https?$/, message: 'expected the http(s) URL of the upstream registry, e.g. "https://registry-1.docker.io"' })
+  .refine((url) => !new URL(url).username && !new URL(url).password, {
+    message: 'put the credentials in username and password (or passwordfile), not in the URL (they would show in logs)',
+  });
+
+/** an upstream's credentials and cache lifetime, for the single `proxy` and each of `proxy.upstreams` */
+const upstreamKeys = {
+  username: z.string().min(1).optional(),
+  password: z.string().min(1).optional(),
+  /** the password in a file (a secret mounted by an orchestrator), read at start */
+  passwordfile: z.string().min(1).optional(),
+  ttl: duration
+    .refine((ms) => ms === 0, { message: 'TTL expiry is not implemented yet in this version of berth: cached content is kept until deleted; set ttl to 0 or remove the key' })
+    .optional(),
+};
+
+function checkCredentials(value: { username?: string; password?: string; passwordfile?: string }, ctx: z.RefinementCtx, where: string): void {
+  if (value.password !== undefined && value.passwordfile !== undefined) {
+    ctx.addIssue({ code: 'custom', message: `${where}: set password or passwordfile, not both` });
+  }
+  if ((value.username === undefined) !== (value.password === undefined && value.passwordfile === undefined)) {
+    ctx.addIssue({ code: 'custom', message: `${where}: set username with password (or passwordfile) for basic or token credentials, or neither (anonymous pulls)` });
+  }
+}
+
+/** a mirror prefix: one or more repository-name components, e.g. "dockerhub" or "mirrors/ghcr" */
+const mirrorPrefix = z
+  .string()
+  .regex(/^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/, 'expected repository-name components such as "dockerhub" or "mirrors/ghcr"');
+
+/**
+ * proxy: a pull-through cache. Distribution's single `remoteurl` makes the whole registry a
+ * mirror; berth's `upstreams` mirror several registries, each under a repository prefix, beside
+ * ordinary private repositories.
+ */
 const proxy = z
   .strictObject({
-    remoteurl: z
-      .url({ protocol: /^https?$/, message: 'expected the http(s) URL of the upstream registry, e.g. "https://registry-1.docker.io"' })
-      .refine((url) => !new URL(url).username && !new URL(url).password, {
-        message: 'put the credentials in proxy.username and proxy.password, not in the URL (they would show in logs)',
-      }),
-    username: z.string().min(1).optional(),
-    password: z.string().min(1).optional(),
-    ttl: duration
-      .refine((ms) => ms === 0, { message: 'TTL expiry is not implemented yet in this version of berth: cached content is kept until deleted; set ttl to 0 or remove the key' })
-      .optional(),
-    upstreams: notYet('several upstreams under repository prefixes (proxy.upstreams)'),
+    remoteurl: remoteurl.optional(),
+    ...upstreamKeys,
+    upstreams: z.array(z.strictObject({ prefix: mirrorPrefix, remoteurl, ...upstreamKeys })).min(1).optional(),
   })
   .superRefine((value, ctx) => {
-    if ((value.username === undefined) !== (value.password === undefined)) {
-      ctx.addIssue({ code: 'custom', message: 'set both proxy.username and proxy.password (basic or token credentials for the upstream), or neither (anonymous pulls)' });
+    if ((value.remoteurl === undefined) === (value.upstreams === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'set proxy.remoteurl (the whole registry mirrors one upstream) or proxy.upstreams (mirrors under repository prefixes), not both or neither' });
+      return;
+    }
+    if (value.upstreams) {
+      for (const key of ['username', 'password', 'passwordfile', 'ttl'] as const) {
+        if (value[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `with proxy.upstreams, set ${key} on each upstream` });
+      }
+      value.upstreams.forEach((upstream, i) => {
+        checkCredentials(upstream, ctx, `proxy.upstreams.${i}`);
+        for (const other of value.upstreams!.slice(0, i)) {
+          const [a, b] = [`${other.prefix}/`, `${upstream.prefix}/`];
+          if (a.startsWith(b) || b.startsWith(a)) {
+            ctx.addIssue({ code: 'custom', path: ['upstreams', i, 'prefix'], message: `prefix ${upstream.prefix} overlaps ${other.prefix}: every repository must belong to one mirror at most` });
+          }
+        }
+      });
+    } else {
+      checkCredentials(value, ctx, 'proxy');
     }
   });
 

@@ -62,8 +62,10 @@ export interface FeatureParts {
   requestMetrics?: RequestMetrics;
   /** where manifests, blobs and tags are read from instead of storage alone (`stored`), e.g. the pull-through cache */
   contentSource?(core: Core, stored: ContentSource): ContentSource;
-  /** every write answers 405 UNSUPPORTED with this message (the pull-through cache) */
-  refuseWrites?: string;
+  /** a write to this repository answers 405 UNSUPPORTED with the message returned (the pull-through cache) */
+  refuseWrites?(name: string): string | undefined;
+  /** containerd's mirror parameter `ns=<registry host>`: the repository's local name, when that host is mirrored */
+  withNamespace?(name: string, ns: string): string | undefined;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** numbers for /debug/vars (a section each) and Prometheus (a gauge each); the same keys every time */

@@ -16,8 +16,10 @@ export interface EdgeOptions {
   headers: Readonly<Record<string, readonly string[]>>;
   /** the access log line per request (log.accesslog.disabled is false) */
   accessLog: boolean;
-  /** every write answers 405 UNSUPPORTED with this message (a pull-through cache); undefined: writes allowed */
-  refuseWrites?: string;
+  /** a write to this repository answers 405 UNSUPPORTED with the message returned (a pull-through cache); undefined: allowed */
+  refuseWrites?(name: string): string | undefined;
+  /** containerd's `?ns=<host>`: the repository's local name when that registry host is mirrored */
+  withNamespace?(name: string, ns: string): string | undefined;
 }
 
 /** http.prefix ('/registry/', or undefined for none) as the edge joins it to paths: '/registry', '' */

@@ -115,7 +115,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
     if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
     return serveTokenRequest(req, reply, auth.issuer);
   }
-  const route = matchRoute(path);
+  const route = inNamespace(matchRoute(path), req, services);
   if (route) routeKinds.set(req, route.kind);
   if (!route) {
     throw new RegistryError('NOT_FOUND', `no route for ${req.method} ${rawPath}: the registry API lives under ${prefix}/v2/`);
@@ -143,6 +143,16 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
   if (auth.limiter && auth.limitBy === 'user') await limit(auth, grant.user !== undefined ? `user:${grant.user}` : `ip:${req.ip}`);
   setGrant(req, grant);
   return handler(req, reply, route, services);
+}
+
+/**
+ * containerd sends every request to a mirror with `?ns=<registry host>`: with mirrors under
+ * prefixes the repository is the one under that host's prefix (proxy/mirrors.ts)
+ */
+function inNamespace(route: Route | undefined, req: FastifyRequest, services: Services): Route | undefined {
+  const ns = services.options.withNamespace && route && 'name' in route ? queryValue(req, 'ns') : undefined;
+  const name = ns !== undefined && route && 'name' in route ? services.options.withNamespace!(route.name, ns) : undefined;
+  return name !== undefined && isRepositoryName(name) ? ({ ...route, name } as Route) : route;
 }
 
 /** the valid repository name in `from` of a mount request, if any */

@@ -18,6 +18,7 @@ import type { Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import { describe, rethrowUpstream } from './errors.js';
+import type { ProxyStats } from './stats.js';
 import type { Upstream } from './upstream.js';
 
 export interface BlobFetchOptions {
@@ -36,6 +37,7 @@ export class BlobFetches {
     private readonly blobs: BlobStore,
     private readonly logger: Logger,
     private readonly options: BlobFetchOptions,
+    private readonly stats: ProxyStats,
   ) {}
 
   /** the fetch of `digest` under way, once its size is known */
@@ -56,7 +58,10 @@ export class BlobFetches {
       const forget = () => {
         if (this.inflight.get(digest) === started) this.inflight.delete(digest);
       };
-      fetch.done.then(forget, forget);
+      fetch.done.then(() => {
+        this.stats.blobBytesFetched += started.size;
+        forget();
+      }, forget);
     }
     await fetch.started.catch(rethrowUpstream(`blob ${digest}`));
     const live = fetch.join(name);

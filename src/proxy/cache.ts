@@ -22,6 +22,7 @@ import { RegistryError } from '../registry/errors.js';
 import type { ManifestStore, Reference, StoredManifest } from '../registry/manifest-store.js';
 import { parseManifest, supportedManifestMediaTypes } from '../registry/manifests/index.js';
 import type { BlobFetches } from './blob-fetch.js';
+import type { ProxyStats } from './stats.js';
 import { describe, rethrowUpstream, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
 import type { Upstream } from './upstream.js';
 
@@ -48,11 +49,13 @@ export class PullThroughCache implements ContentSource {
     private readonly fetches: BlobFetches,
     private readonly logger: Logger,
     private readonly timeouts: CacheTimeouts,
+    private readonly stats: ProxyStats,
   ) {}
 
   async manifest(name: string, reference: Reference): Promise<StoredManifest> {
+    this.stats.manifestRequests++;
     if ('digest' in reference) {
-      if (await this.manifests.hasRevision(name, reference.digest)) return this.stored.manifest(name, reference);
+      if (await this.manifests.hasRevision(name, reference.digest)) return this.hit(this.stored.manifest(name, reference));
       return this.fetchManifest(name, reference.digest, reference).catch(rethrowUpstream(`manifest ${reference.digest}`));
     }
     let digest: Digest | undefined;
@@ -60,7 +63,7 @@ export class PullThroughCache implements ContentSource {
       digest = await this.upstreamTag(name, reference.tag);
     } catch (err) {
       if (!(err instanceof UpstreamUnavailableError || err instanceof UpstreamRefusedError)) throw err;
-      return this.stored.manifest(name, reference).catch((cacheErr: unknown) => {
+      return this.hit(this.stored.manifest(name, reference)).catch((cacheErr: unknown) => {
         if (cacheErr instanceof RegistryError && (cacheErr.code === 'MANIFEST_UNKNOWN' || cacheErr.code === 'NAME_UNKNOWN')) rethrowUpstream(`tag ${reference.tag} of ${name}`)(err);
         throw cacheErr;
       });
@@ -70,6 +73,7 @@ export class PullThroughCache implements ContentSource {
       // the tag moved back to a revision the cache holds: point it there as a pull of it would
       const current = await this.stored.manifest(name, reference).catch(() => undefined);
       if (current?.digest !== digest) await this.manifests.put(name, reference, cached.mediaType, cached.content);
+      this.stats.manifestHits++;
       return cached;
     }
     return this.fetchManifest(name, digest ?? reference.tag, reference).catch(rethrowUpstream(`tag ${reference.tag} of ${name}`));
@@ -96,10 +100,15 @@ export class PullThroughCache implements ContentSource {
   }
 
   async openBlob(name: string, digest: Digest, range?: ByteRange): Promise<Readable> {
+    this.stats.blobRequests++;
     if (await this.blobs.isLinked(name, digest)) {
       const stored = await this.stored.openBlob(name, digest, range).catch(() => undefined);
-      if (stored) return stored;
+      if (stored) {
+        this.stats.blobHits++;
+        return stored;
+      }
     }
+    this.stats.blobMisses++;
     if (!range) return this.fetches.open(name, digest);
     return this.upstreamRange(name, digest, range).catch(rethrowUpstream(`blob ${digest}`));
   }
@@ -150,8 +159,17 @@ export class PullThroughCache implements ContentSource {
     });
     if (isDigest(ref) && parsed.digest !== ref) throw this.badManifest(name, what, `its digest is ${parsed.digest}, not ${ref}`);
     await this.manifests.put(name, reference, contentType, body);
+    this.stats.manifestMisses++;
+    this.stats.manifestBytesFetched += body.length;
     this.logger.info({ upstream: this.upstream.host, repository: name, reference: 'tag' in reference ? reference.tag : reference.digest, digest: parsed.digest }, 'fetched manifest from the upstream');
     return { digest: parsed.digest, mediaType: parsed.mediaType, content: body };
+  }
+
+  /** a manifest served from the cache */
+  private async hit(served: Promise<StoredManifest>): Promise<StoredManifest> {
+    const manifest = await served;
+    this.stats.manifestHits++;
+    return manifest;
   }
 
   private badManifest(name: string, what: string, reason: string): RegistryError {

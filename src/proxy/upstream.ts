@@ -17,6 +17,8 @@ export interface UpstreamOptions {
   remoteurl: string;
   username?: string;
   password?: string;
+  /** the repository's name upstream (a mirror under a prefix drops it); default: the same */
+  remoteName?: (local: string) => string;
   /** manifest HEAD (the tag check), blob HEAD, tags list, token requests: past this, the cache answers instead */
   checkTimeoutMs: number;
   /** manifest and blob GETs: the time until the response headers (a blob's body then has its own idle timer) */
@@ -74,7 +76,8 @@ export class Upstream {
    * UpstreamUnavailableError when it does not answer in time or fails (5xx), UpstreamRefusedError
    * for other statuses (401/403 after authenticating, 429).
    */
-  async request(req: UpstreamRequest): Promise<Response> {
+  async request(local: UpstreamRequest): Promise<Response> {
+    const req = this.upstreamNamed(local);
     const scope = `repository:${req.repository}:pull`;
     let authorization = await this.knownAuthorization(scope);
     let res = await this.send(req, authorization);
@@ -94,6 +97,14 @@ export class Upstream {
     await res.body?.cancel();
     if (res.status >= 500) throw new UpstreamUnavailableError(this.host, `it answered ${res.status}`);
     throw this.refused(res.status, res.headers.get('retry-after') ?? undefined);
+  }
+
+  /** the request with the repository's upstream name, in the scope and the path */
+  private upstreamNamed(req: UpstreamRequest): UpstreamRequest {
+    const remote = this.options.remoteName?.(req.repository);
+    if (remote === undefined || remote === req.repository) return req;
+    const path = req.path.startsWith(`${req.repository}/`) ? `${remote}${req.path.slice(req.repository.length)}` : req.path;
+    return { ...req, repository: remote, path };
   }
 
   /** the Authorization of a request for `scope` before the upstream asked: a token once it wants tokens */

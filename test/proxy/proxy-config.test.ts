@@ -26,12 +26,12 @@ describe('proxy configuration', () => {
     ]);
   });
 
-  it('refuses upstreams (not implemented yet), credentials in the URL, half the credentials and a URL that is not http(s)', () => {
-    assert.match(configProblems(() => withProxy({ remoteurl: 'https://r.example', upstreams: [] }))[0], /^proxy\.upstreams: .* is not implemented/);
+  it('refuses an empty upstreams list, credentials in the URL, half the credentials and a URL that is not http(s)', () => {
+    assert.match(configProblems(() => withProxy({ upstreams: [] }))[0], /^proxy\.upstreams: Too small/);
     const inURL = configProblems(() => withProxy({ remoteurl: 'https://me:hunter2@r.example' }));
-    assert.match(inURL[0], /^proxy\.remoteurl: put the credentials in proxy\.username/);
+    assert.match(inURL[0], /^proxy\.remoteurl: put the credentials in username and password/);
     assert.doesNotMatch(inURL.join(), /hunter2/);
-    assert.match(configProblems(() => withProxy({ remoteurl: 'https://r.example', username: 'me' }))[0], /set both proxy\.username and proxy\.password/);
+    assert.match(configProblems(() => withProxy({ remoteurl: 'https://r.example', username: 'me' }))[0], /proxy: set username with password \(or passwordfile\)/);
     assert.match(configProblems(() => withProxy({ remoteurl: 'ftp://r.example' }))[0], /^proxy\.remoteurl: expected the http\(s\) URL/);
   });
 });

@@ -55,7 +55,7 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) =
 
 export const deleteBlob: Handler<BlobRoute> = async (req, reply, route, services) => {
   const { blobs, options } = services;
-  checkDeletable(options);
+  checkDeletable(options, route.name);
   const digest = parseDigest(route.digest);
   await blobs.unlink(route.name, digest);
   deleteEvent(req, services, { name: route.name, digest });

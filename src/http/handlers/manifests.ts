@@ -44,7 +44,7 @@ export const getManifest: Handler<ManifestRoute> = async (req, reply, route, ser
 
 export const putManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
   const { manifests, urls, options } = services;
-  checkWritable(options);
+  checkWritable(options, route.name);
   const reference = parseReference(route.reference);
   const body = await readSmallBody(req, MANIFEST_LIMIT, () => {
     // the rest of the body stays unread: close the connection after the answer (as Go's
@@ -73,7 +73,7 @@ export const putManifest: Handler<ManifestRoute> = async (req, reply, route, ser
 
 export const deleteManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
   const { manifests, options } = services;
-  checkDeletable(options);
+  checkDeletable(options, route.name);
   const reference = parseReference(route.reference);
   if ('tag' in reference) {
     throw new RegistryError('UNSUPPORTED', `manifests are deleted by digest, not by tag: resolve ${JSON.stringify(reference.tag)} with a HEAD request and DELETE /v2/${route.name}/manifests/<digest>`);

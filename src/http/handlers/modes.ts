@@ -2,15 +2,16 @@
 import { RegistryError } from '../../registry/errors.js';
 import type { EdgeOptions } from '../options.js';
 
-export function checkWritable(options: EdgeOptions): void {
-  if (options.refuseWrites) throw new RegistryError('UNSUPPORTED', options.refuseWrites);
+export function checkWritable(options: EdgeOptions, name: string): void {
+  const refused = options.refuseWrites?.(name);
+  if (refused) throw new RegistryError('UNSUPPORTED', refused);
   if (options.readOnly) {
     throw new RegistryError('UNSUPPORTED', 'the registry is in read-only mode (storage.maintenance.readonly.enabled): pushes and deletes are refused');
   }
 }
 
-export function checkDeletable(options: EdgeOptions): void {
-  checkWritable(options);
+export function checkDeletable(options: EdgeOptions, name: string): void {
+  checkWritable(options, name);
   if (!options.deletes) {
     throw new RegistryError('UNSUPPORTED', 'deletes are disabled on this registry (storage.delete.enabled is false)');
   }

@@ -21,7 +21,7 @@ type UploadRoute = Extract<Route, { kind: 'upload' }>;
 
 /** POST /v2/<name>/blobs/uploads/: mount, monolithic upload, or start of a resumable upload */
 export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, services) => {
-  checkWritable(services.options);
+  checkWritable(services.options, name);
   const mount = queryValue(req, 'mount');
   const from = queryValue(req, 'from');
   // a mount needs pull on the source; without it the request is a plain upload (202), and says
@@ -55,7 +55,7 @@ export const getUpload: Handler<UploadRoute> = async (req, reply, route, service
 
 /** PATCH: append a chunk (with Content-Range) or a stream (without) */
 export const patchUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
-  checkWritable(services.options);
+  checkWritable(services.options, route.name);
   const upload = await openUpload(req, route, services);
   const range = chunkRange(req);
   if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
@@ -71,7 +71,7 @@ export const patchUpload: Handler<UploadRoute> = async (req, reply, route, servi
 
 /** PUT: complete the upload with the last bytes (if any) and the expected digest(s) */
 export const putUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
-  checkWritable(services.options);
+  checkWritable(services.options, route.name);
   const upload = await openUpload(req, route, services);
   const digests = queryValues(req, 'digest');
   if (digests.length === 0) {
@@ -94,7 +94,7 @@ export const putUpload: Handler<UploadRoute> = async (req, reply, route, service
 
 /** DELETE: cancel the upload */
 export const deleteUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
-  checkWritable(services.options);
+  checkWritable(services.options, route.name);
   await openUpload(req, route, services);
   await services.uploads.cancel(route.name, route.uuid);
   // the id of what was cancelled, as on every other upload response (and as the reference does)
