@@ -452,9 +452,8 @@ const redis = z
   });
 
 /**
- * proxy: the registry is a pull-through cache of `remoteurl` (Distribution's keys). Content is kept
- * until it is deleted by hand: TTL expiry is not implemented yet, so only ttl 0 (keep forever) is
- * accepted, and an absent ttl means the same (Distribution's default is 168h).
+ * proxy: the registry is a pull-through cache of `remoteurl` (Distribution's keys). Cached content
+ * not fetched or pulled for `ttl` is removed (src/registry/expiry/); 0 keeps it forever.
  */
 const proxy = z
   .strictObject({
@@ -465,9 +464,8 @@ const proxy = z
       }),
     username: z.string().min(1).optional(),
     password: z.string().min(1).optional(),
-    ttl: duration
-      .refine((ms) => ms === 0, { message: 'TTL expiry is not implemented yet in this version of berth: cached content is kept until deleted; set ttl to 0 or remove the key' })
-      .optional(),
+    /** Distribution's default; 0 keeps cached content forever */
+    ttl: duration.prefault('168h'),
     upstreams: notYet('several upstreams under repository prefixes (proxy.upstreams)'),
   })
   .superRefine((value, ctx) => {

@@ -20,10 +20,10 @@ describe('proxy configuration', () => {
     assert.equal(validateConfig(tree, 'test').proxy?.password, 'from-env');
   });
 
-  it('refuses a TTL other than 0: expiry is not implemented yet', () => {
-    assert.deepEqual(configProblems(() => withProxy({ remoteurl: 'https://r.example', ttl: '168h' })), [
-      'proxy.ttl: TTL expiry is not implemented yet in this version of berth: cached content is kept until deleted; set ttl to 0 or remove the key',
-    ]);
+  it("takes a TTL, 168h by default as Distribution's, and refuses one that is no duration", () => {
+    assert.equal(withProxy({ remoteurl: 'https://r.example', ttl: '1h30m' }).proxy?.ttl, 5_400_000);
+    assert.equal(withProxy({ remoteurl: 'https://r.example' }).proxy?.ttl, 168 * 3_600_000);
+    assert.match(configProblems(() => withProxy({ remoteurl: 'https://r.example', ttl: 'a week' }))[0], /^proxy\.ttl: expected a duration/);
   });
 
   it('refuses upstreams (not implemented yet), credentials in the URL, half the credentials and a URL that is not http(s)', () => {
