@@ -39,6 +39,11 @@ const pattern = z.string().refine(
   { message: 'expected a valid regular expression' },
 );
 
+/** a repository glob (src/registry/names.ts): `**`, `team/*`, `team/app` */
+const repositoryGlob = z
+  .string()
+  .regex(/^(\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*(?:\/(?:\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*))*)$/, 'expected a repository glob such as "**", "team/*" or "team/app"');
+
 /** a key Distribution has and berth does not implement yet: refused with a clear message rather than ignored */
 const notYet = (what: string) =>
   z
@@ -141,6 +146,31 @@ const s3Driver = z
     }
   });
 
+/**
+ * berth's retention policies (src/registry/retention/): which tags and untagged manifests go, per
+ * repository glob, evaluated every `interval` and by `berth garbage-collect --retention`.
+ */
+const retentionPolicy = z
+  .strictObject({
+    repositories: z.array(repositoryGlob).min(1, 'name at least one repository glob, e.g. ["**"] or ["team/*"]'),
+    keep: z.strictObject({ newest: int(0).optional(), tags: z.array(pattern).optional() }).default({}),
+    delete: z
+      .strictObject({ tagsolderthan: duration.optional(), notpulledfor: duration.optional(), untaggedolderthan: duration.optional() })
+      .refine((rules) => Object.values(rules).some((ms) => ms !== undefined && ms > 0), {
+        message: 'a policy must delete something: set delete.tagsolderthan, delete.notpulledfor or delete.untaggedolderthan (durations above 0)',
+      })
+      .prefault({}),
+  });
+
+const retention = z
+  .strictObject({
+    enabled: bool.default(false),
+    interval: duration.refine((ms) => ms > 0, { message: 'expected a duration above 0, e.g. "24h"' }).prefault('24h'),
+    dryrun: bool.default(false),
+    policies: z.array(retentionPolicy).default([]),
+  })
+  .refine((value) => !value.enabled || value.policies.length > 0, { message: 'retention is enabled without policies: add storage.maintenance.retention.policies', path: ['policies'] });
+
 const inmemoryDriver = z.union([z.strictObject({}), z.null(), z.literal('')]).transform(() => ({}));
 
 const storage = z
@@ -169,6 +199,7 @@ const storage = z
           })
           .prefault({}),
         readonly: z.strictObject({ enabled: bool.default(false) }).default({ enabled: false }),
+        retention: retention.optional(),
       })
       .prefault({}),
   })
@@ -339,7 +370,7 @@ const ACCESS_ACTIONS = ['pull', 'push', 'delete'] as const;
 
 /** berth's own access rules: repository glob -> user (`*`, `anonymous` or a name) -> actions */
 const access = z.record(
-  z.string().regex(/^(\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*(?:\/(?:\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*))*)$/, 'expected a repository glob such as "**", "team/*" or "team/app"'),
+  repositoryGlob,
   z.record(z.string().min(1), z.array(z.enum(ACCESS_ACTIONS))),
 );
 

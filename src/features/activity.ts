@@ -4,13 +4,29 @@
  */
 import type { Feature } from './feature.js';
 
-export interface ActivityConfig {
+import type { RetentionPolicy } from '../registry/retention/policy.js';
+
+/** the retention settings, as the retention feature and this one read them */
+export interface RetentionConfig {
+  storage: {
+    maintenance: {
+      readonly: { enabled: boolean };
+      retention?: { enabled: boolean; interval: number; dryrun: boolean; policies: RetentionPolicy[] };
+    };
+  };
+}
+
+export interface ActivityConfig extends RetentionConfig {
   proxy?: { ttl: number };
 }
 
-/** the durations decided by last-pull times (none: nothing to record) */
+/**
+ * the durations decided by last-pull times (none: nothing to record); a policy's notpulledfor
+ * counts even with scheduled retention off, for `berth garbage-collect --retention`
+ */
 export function pullDurations(config: ActivityConfig): number[] {
-  return [config.proxy?.ttl ?? 0].filter((d) => d > 0);
+  const policies = config.storage.maintenance.retention?.policies ?? [];
+  return [config.proxy?.ttl ?? 0, ...policies.map((p) => p.delete.notpulledfor ?? 0)].filter((d) => d > 0);
 }
 
 export const activityFeature: Feature<ActivityConfig> = {

@@ -11,6 +11,7 @@ import { expiryFeature } from './expiry.js';
 import { healthFeature } from './health.js';
 import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
+import { retentionFeature } from './retention.js';
 import { s3Feature } from './s3.js';
 
-export const FEATURES = [s3Feature, cloudfrontFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, healthFeature, debugFeature] as const;
+export const FEATURES = [s3Feature, cloudfrontFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, healthFeature, debugFeature] as const;

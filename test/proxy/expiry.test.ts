@@ -9,14 +9,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as layout from '../../src/registry/layout.js';
 import type { Digest } from '../../src/registry/digest.js';
-import { unlessMissing, type StorageDriver } from '../../src/storage/driver.js';
+import { exists, pulledAt } from '../helpers/activity.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
-import { ManualClock } from '../helpers/manual-clock.js';
+import { advanceUntil, ManualClock } from '../helpers/manual-clock.js';
 import { startRelay, type Relay } from '../helpers/relay.js';
 import { needTools } from '../helpers/tools.js';
 
@@ -38,29 +37,6 @@ async function pullAll(base: string, name: string, tag: string, image: Image): P
       assert.ok(Buffer.from(await b.arrayBuffer()).equals(blob.data));
     }
   }
-}
-
-const exists = async (driver: StorageDriver, path: string) => (await unlessMissing(driver.stat(path))) !== undefined;
-
-/**
- * waits until `check` holds; with a clock, moves it a minute at each look (a pass does real I/O
- * and may end after ManualClock.advance returned: its next poll is then due only later)
- */
-async function waitFor(what: string, check: () => Promise<boolean>, clock?: ManualClock, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(50);
-    await clock?.advance(MINUTE);
-  }
-}
-
-/** the pull recorded by the mirror at the clock's time (the write is not awaited by the pull) */
-function pulledAt(driver: StorageDriver, name: string, digest: string, at: number): Promise<void> {
-  return waitFor(`${name}@${digest} is recorded as pulled`, async () => {
-    const content = await unlessMissing(driver.getContent(layout.manifestRevisionPulled(name, digest as Digest)));
-    return content?.toString() === new Date(at).toISOString();
-  });
 }
 
 interface World {
@@ -108,11 +84,11 @@ async function expiryStory(world: World, clock: ManualClock, mirrors: TestRegist
   for (const child of b.children) await pulledAt(driver, 'lib/b', child.digest, clock.now());
 
   await clock.advance(30 * MINUTE);
-  await waitFor('lib/a:v1 expired', async () => !(await exists(driver, layout.tagCurrentLink('lib/a', 'v1'))), clock);
-  await waitFor("z's blobs are deleted", async () => {
+  await advanceUntil(clock, 'lib/a:v1 expired', async () => !(await exists(driver, layout.tagCurrentLink('lib/a', 'v1'))));
+  await advanceUntil(clock, "z's blobs are deleted", async () => {
     for (const blob of z.blobs) if (await exists(driver, layout.blobData(blob.digest as Digest))) return false;
     return true;
-  }, clock);
+  });
   assert.equal(await exists(driver, layout.manifestRevisionLink('lib/a', a.digest as Digest)), false, "lib/a's index is gone");
   assert.equal(await exists(driver, layout.manifestRevisionLink('lib/a', z.digest as Digest)), false, "lib/a's z is gone");
   assert.equal(await exists(driver, layout.blobData(z.digest as Digest)), false, "z's manifest content is gone");
@@ -164,9 +140,9 @@ describe('pull-through cache TTL on the filesystem', () => {
     const later = new ManualClock(clock.now() + 2 * 3_600_000);
     mirror = await startBerth({ proxy: { remoteurl: world.relay.url, ttl: TTL } }, { clock: later, root });
     await later.advance(2 * MINUTE);
-    await waitFor('lib/b:v1 expired after the restart', async () => !(await exists(mirror!.app.driver, layout.tagCurrentLink('lib/b', 'v1'))), later);
+    await advanceUntil(later, 'lib/b:v1 expired after the restart', async () => !(await exists(mirror!.app.driver, layout.tagCurrentLink('lib/b', 'v1'))));
     for (const blob of world.x.blobs) {
-      await waitFor(`x's blob ${blob.digest} is deleted (nothing keeps it now)`, async () => !(await exists(mirror!.app.driver, layout.blobData(blob.digest as Digest))), later);
+      await advanceUntil(later, `x's blob ${blob.digest} is deleted (nothing keeps it now)`, async () => !(await exists(mirror!.app.driver, layout.blobData(blob.digest as Digest))));
     }
     await pullAll(mirror.url, 'lib/b', 'v1', b);
   });
