@@ -3,18 +3,7 @@
  * cache's TTL or a retention rule's `notpulledfor`; off, pulls write nothing.
  */
 import type { Feature } from './feature.js';
-
-import type { RetentionPolicy } from '../registry/retention/policy.js';
-
-/** the retention settings, as the retention feature and this one read them */
-export interface RetentionConfig {
-  storage: {
-    maintenance: {
-      readonly: { enabled: boolean };
-      retention?: { enabled: boolean; interval: number; dryrun: boolean; policies: RetentionPolicy[] };
-    };
-  };
-}
+import type { RetentionConfig } from './retention.js';
 
 export interface ActivityConfig extends RetentionConfig {
   proxy?: { ttl: number };

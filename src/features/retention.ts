@@ -2,8 +2,18 @@
  * Retention policies (storage.maintenance.retention, src/registry/retention/): a pass every
  * `interval`, shared by every instance on the storage, not run by a read-only registry.
  */
+import type { RetentionPolicy } from '../registry/retention/policy.js';
 import type { Feature } from './feature.js';
-import type { RetentionConfig } from './activity.js';
+
+/** the retention settings, as this feature and the activity feature read them */
+export interface RetentionConfig {
+  storage: {
+    maintenance: {
+      readonly: { enabled: boolean };
+      retention?: { enabled: boolean; interval: number; dryrun: boolean; policies: RetentionPolicy[] };
+    };
+  };
+}
 
 export const retentionFeature: Feature<RetentionConfig> = {
   name: 'retention',
