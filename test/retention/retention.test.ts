@@ -22,6 +22,11 @@ import { needTools } from '../helpers/tools.js';
 import { runCommand } from '../gc/harness.js';
 
 const HOUR = 3_600_000;
+/**
+ * The upload purge takes an upload whose `startedat` is not written yet for a broken one and
+ * removes it under a POST in progress (src/registry/purge.ts, reported): off while the clock moves.
+ */
+const NO_PURGE = { uploadpurging: { enabled: false } };
 const MINUTE = 60_000;
 
 const POLICIES = [
@@ -81,8 +86,18 @@ interface DeleteEvent {
 /** the scheduled pass after t0+3h: what goes, what stays, and the events */
 async function retentionStory(berth: TestRegistry, clock: ManualClock, receiver: Receiver): Promise<void> {
   const p = await pushHistory(berth, clock);
+  const expected = [
+    { repository: 'team/app', digest: p.v1.digest, tag: 'v1' },
+    { repository: 'team/app', digest: p.v2.digest, tag: 'v2' },
+    { repository: 'pulled/x', digest: p.b.digest, tag: 'b' },
+    { repository: 'team/app', digest: p.v1.digest },
+    { repository: 'team/app', digest: p.v2.digest },
+    { repository: 'team/app', digest: p.loose.digest },
+  ];
+  const deletes = () => (receiver.delivered() as unknown as DeleteEvent[]).filter((e) => e.action === 'delete').map((e) => e.target);
   await advanceUntil(clock, 'team/app:v1 is deleted', async () => !(await tagged(berth, 'team/app', 'v1')));
-  await advanceUntil(clock, "v1's manifest is deleted", async () => !(await stored(berth, 'team/app', p.v1.digest)));
+  // an event follows each deletion: once all have come, the pass is done
+  await receiver.waitFor(() => deletes().length >= expected.length, 20_000, 'the delete events');
 
   assert.equal(await tagged(berth, 'team/app', 'v2'), false, 'v2: pushed 2h ago, not among the newest 2');
   for (const tag of ['v3', 'latest', 'release-1', 'multi']) assert.ok(await tagged(berth, 'team/app', tag), `team/app:${tag} stays`);
@@ -96,16 +111,6 @@ async function retentionStory(berth: TestRegistry, clock: ManualClock, receiver:
   const res = await fetch(`${berth.url}/v2/team/app/manifests/v1`);
   assert.equal(res.status, 404);
 
-  const expected = [
-    { repository: 'team/app', digest: p.v1.digest, tag: 'v1' },
-    { repository: 'team/app', digest: p.v2.digest, tag: 'v2' },
-    { repository: 'pulled/x', digest: p.b.digest, tag: 'b' },
-    { repository: 'team/app', digest: p.v1.digest },
-    { repository: 'team/app', digest: p.v2.digest },
-    { repository: 'team/app', digest: p.loose.digest },
-  ];
-  const deletes = () => (receiver.delivered() as unknown as DeleteEvent[]).filter((e) => e.action === 'delete').map((e) => e.target);
-  await receiver.waitFor(() => deletes().length >= expected.length, 10_000, 'the delete events');
   const key = (t: { repository: string; digest: string; tag?: string }) => `${t.repository}@${t.digest}#${t.tag ?? ''}`;
   assert.deepEqual(deletes().map(key).sort(), expected.map(key).sort());
 }
@@ -136,7 +141,8 @@ function describeOn(kind: 'filesystem' | 's3', options: { skip: string | false }
     it('deletes the tags and untagged manifests the policies say, with delete events, and leaves blobs to garbage collection', async () => {
       const clock = new ManualClock(Date.now());
       const config: Overrides = {
-        storage: { maintenance: { retention: { enabled: true, interval: '3h', policies: POLICIES } } },
+        // upload purging off: its first run (a minute in) races with the pushes (see NO_PURGE)
+        storage: { maintenance: { retention: { enabled: true, interval: '3h', policies: POLICIES }, ...NO_PURGE } },
         notifications: { endpoints: [{ name: 'rx', url: `${receiver.url}/events`, timeout: '2s', threshold: 3, backoff: '20ms' }] },
       };
       berth = await startBerth(config, { driver: kind, clock });
