@@ -17,9 +17,10 @@ const COMMANDS: Record<string, string> = {
     run the registry (no file: filesystem storage under ./data on :5000)`,
   config: `berth config check CONFIG.yml
     print the effective configuration (secrets masked), or every error`,
-  'garbage-collect': `berth garbage-collect [--dry-run] [--delete-untagged] [--quiet] CONFIG.yml
+  'garbage-collect': `berth garbage-collect [--dry-run] [--delete-untagged] [--quiet] [--retention] CONFIG.yml
     delete the blobs no manifest references (with --delete-untagged, also the manifests no tag
-    reaches); needs storage.maintenance.readonly.enabled (or --dry-run)`,
+    reaches); needs storage.maintenance.readonly.enabled (or --dry-run). --retention first applies
+    storage.maintenance.retention.policies (tags and untagged manifests, with delete events)`,
 };
 
 const USAGE = `usage:
@@ -116,15 +117,37 @@ async function garbageCollect(argv: string[]): Promise<number> {
     );
     return 1;
   }
+  if (args.retention && (config.storage.maintenance.retention?.policies.length ?? 0) === 0) {
+    console.error('berth garbage-collect: --retention needs storage.maintenance.retention.policies in the configuration (see docs/configuration.md)');
+    return 1;
+  }
   const driver = await collectionDriver(config);
   try {
     await driver.ready?.();
+    if (args.retention) await retentionBeforeCollection(driver, config, args);
     const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => console.log(line) });
     console.log(summaryLine(summary, args.dryRun));
   } finally {
     await driver.close?.();
   }
   return 0;
+}
+
+/** `--retention`: the policies' deletions, their delete events delivered before the collection starts */
+async function retentionBeforeCollection(driver: StorageDriver, config: Config, args: { dryRun: boolean; quiet: boolean }): Promise<void> {
+  const { applyRetention, retentionLine } = await import('./registry/retention/index.js');
+  const { compilePolicies } = await import('./registry/retention/policy.js');
+  const { Notifier } = await import('./notifications/notifier.js');
+  const notifier = new Notifier(config.notifications, createLogger(config.log, process.stderr));
+  const summary = await applyRetention(driver, {
+    policies: compilePolicies(config.storage.maintenance.retention!.policies),
+    now: Date.now(),
+    dryRun: args.dryRun,
+    events: notifier,
+    report: args.quiet ? undefined : (line) => console.log(line),
+  });
+  console.log(retentionLine(summary, args.dryRun));
+  await notifier.close(config.http.draintimeout);
 }
 
 /** the configured storage backend, without middleware (a collection needs no redirects) */

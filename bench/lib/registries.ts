@@ -85,6 +85,15 @@ export function buildBerth(): string {
   return join(outDir, 'cli.js');
 }
 
+/**
+ * BENCH_RECORD_PULLS=1: berth records last-pull times (a retention policy with notpulledfor, the
+ * scheduled pass off), to measure what recording costs the pull path (docs/decisions.md)
+ */
+function recordPulls(): Record<string, unknown> {
+  if (process.env.BENCH_RECORD_PULLS !== '1') return {};
+  return { retention: { enabled: false, policies: [{ repositories: ['**'], delete: { notpulledfor: '720h' } }] } };
+}
+
 export async function startBerth(backend: Backend, cli: string | undefined, options: StartOptions = {}): Promise<Registry> {
   const configDir = await mkdtemp(join(tmpdir(), 'berth-bench-config-'));
   const configFile = join(configDir, 'config.yml');
@@ -100,7 +109,7 @@ export async function startBerth(backend: Backend, cli: string | undefined, opti
         stringify({
           version: '0.1',
           log: { level: 'warn', accesslog: { disabled: true } },
-          storage: { ...backend.storage, delete: { enabled: true }, maintenance: { uploadpurging: { enabled: false } } },
+          storage: { ...backend.storage, delete: { enabled: true }, maintenance: { uploadpurging: { enabled: false }, ...recordPulls() } },
           http: { addr: `127.0.0.1:${port}`, secret: 'berth-bench-secret' },
         }),
       );

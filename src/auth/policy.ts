@@ -5,6 +5,7 @@
  * union of their own entry and `*`. Without `auth.access`, every authenticated user may do
  * everything and anonymous requests nothing.
  */
+import { repositoryGlob } from '../registry/names.js';
 import { REPOSITORY_ACTIONS, type AccessRequest, type RepositoryAction } from './access.js';
 
 export type AccessRules = Record<string, Record<string, RepositoryAction[]>>;
@@ -26,7 +27,7 @@ export class AccessPolicy {
       rules === undefined
         ? [{ glob: '**', pattern: /^.*$/, users: { '*': [...REPOSITORY_ACTIONS] } }]
         : Object.entries(rules)
-            .map(([glob, users]) => ({ glob, pattern: globPattern(glob), users }))
+            .map(([glob, users]) => ({ glob, pattern: repositoryGlob(glob), users }))
             // longest glob first; the order of the file breaks ties
             .sort((a, b) => b.glob.length - a.glob.length);
   }
@@ -62,17 +63,4 @@ export class AccessPolicy {
   allowsAnonymous(): boolean {
     return this.rules.some((r) => (r.users[ANONYMOUS] ?? []).length > 0);
   }
-}
-
-/** `**` any number of components (at least one), `*` within one component, the rest literal */
-function globPattern(glob: string): RegExp {
-  const source = glob
-    .split('/')
-    .map((part) => (part === '**' ? '.+' : part.split('*').map(escape).join('[^/]*')))
-    .join('/');
-  return new RegExp(`^${source}$`);
-}
-
-function escape(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -39,6 +39,11 @@ const pattern = z.string().refine(
   { message: 'expected a valid regular expression' },
 );
 
+/** a repository glob (src/registry/names.ts): `**`, `team/*`, `team/app` */
+const repositoryGlob = z
+  .string()
+  .regex(/^(\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*(?:\/(?:\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*))*)$/, 'expected a repository glob such as "**", "team/*" or "team/app"');
+
 /** a key Distribution has and berth does not implement yet: refused with a clear message rather than ignored */
 const notYet = (what: string) =>
   z
@@ -141,6 +146,31 @@ const s3Driver = z
     }
   });
 
+/**
+ * berth's retention policies (src/registry/retention/): which tags and untagged manifests go, per
+ * repository glob, evaluated every `interval` and by `berth garbage-collect --retention`.
+ */
+const retentionPolicy = z
+  .strictObject({
+    repositories: z.array(repositoryGlob).min(1, 'name at least one repository glob, e.g. ["**"] or ["team/*"]'),
+    keep: z.strictObject({ newest: int(0).optional(), tags: z.array(pattern).optional() }).default({}),
+    delete: z
+      .strictObject({ tagsolderthan: duration.optional(), notpulledfor: duration.optional(), untaggedolderthan: duration.optional() })
+      .refine((rules) => Object.values(rules).some((ms) => ms !== undefined && ms > 0), {
+        message: 'a policy must delete something: set delete.tagsolderthan, delete.notpulledfor or delete.untaggedolderthan (durations above 0)',
+      })
+      .prefault({}),
+  });
+
+const retention = z
+  .strictObject({
+    enabled: bool.default(false),
+    interval: duration.refine((ms) => ms > 0, { message: 'expected a duration above 0, e.g. "24h"' }).prefault('24h'),
+    dryrun: bool.default(false),
+    policies: z.array(retentionPolicy).default([]),
+  })
+  .refine((value) => !value.enabled || value.policies.length > 0, { message: 'retention is enabled without policies: add storage.maintenance.retention.policies', path: ['policies'] });
+
 const inmemoryDriver = z.union([z.strictObject({}), z.null(), z.literal('')]).transform(() => ({}));
 
 const storage = z
@@ -180,6 +210,7 @@ const storage = z
             deleteuntagged: notYet('deleting untagged manifests online (storage.maintenance.gc.deleteuntagged; berth garbage-collect --delete-untagged does it offline)'),
           })
           .prefault({}),
+        retention: retention.optional(),
       })
       .prefault({}),
   })
@@ -350,7 +381,7 @@ const ACCESS_ACTIONS = ['pull', 'push', 'delete'] as const;
 
 /** berth's own access rules: repository glob -> user (`*`, `anonymous` or a name) -> actions */
 const access = z.record(
-  z.string().regex(/^(\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*(?:\/(?:\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*))*)$/, 'expected a repository glob such as "**", "team/*" or "team/app"'),
+  repositoryGlob,
   z.record(z.string().min(1), z.array(z.enum(ACCESS_ACTIONS))),
 );
 
@@ -463,9 +494,8 @@ const redis = z
   });
 
 /**
- * proxy: the registry is a pull-through cache of `remoteurl` (Distribution's keys). Content is kept
- * until it is deleted by hand: TTL expiry is not implemented yet, so only ttl 0 (keep forever) is
- * accepted, and an absent ttl means the same (Distribution's default is 168h).
+ * proxy: the registry is a pull-through cache of `remoteurl` (Distribution's keys). Cached content
+ * not fetched or pulled for `ttl` is removed (src/registry/expiry/); 0 keeps it forever.
  */
 const remoteurl = z
   .url({ protocol: /^https?$/, message: 'expected the http(s) URL of the upstream registry, e.g. "https://registry-1.docker.io"' })
@@ -479,9 +509,8 @@ const upstreamKeys = {
   password: z.string().min(1).optional(),
   /** the password in a file (a secret mounted by an orchestrator), read at start */
   passwordfile: z.string().min(1).optional(),
-  ttl: duration
-    .refine((ms) => ms === 0, { message: 'TTL expiry is not implemented yet in this version of berth: cached content is kept until deleted; set ttl to 0 or remove the key' })
-    .optional(),
+  /** how long cached content stays after it was last fetched or pulled; unset: 168h (Distribution's default); 0: forever */
+  ttl: duration.optional(),
 };
 
 function checkCredentials(value: { username?: string; password?: string; passwordfile?: string }, ctx: z.RefinementCtx, where: string): void {

@@ -147,6 +147,19 @@ export function manifestRevisionMeta(name: string, digest: Digest): string {
   return `${manifestRevisionDir(name, digest)}/berth.json`;
 }
 
+/**
+ * berth's record of the last pull of a manifest revision (activity.ts): the time as an ISO string,
+ * written at most once per interval. Distribution ignores it; it goes with the revision directory.
+ */
+export function manifestRevisionPulled(name: string, digest: Digest): string {
+  return `${manifestRevisionDir(name, digest)}/berth.pulled`;
+}
+
+/** berth's state of a maintenance task shared by every instance on the storage (shared-schedule.ts) */
+export function scheduleState(task: string): string {
+  return `${BERTH_STATE}/schedule/${task}.json`;
+}
+
 /** berth's referrers index (OCI 1.1): one directory per subject that has referrers */
 export function referrerSubjectsDir(name: string): string {
   return `${manifestsDir(name)}/referrers/sha256`;

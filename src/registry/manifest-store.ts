@@ -29,6 +29,8 @@ export interface ManifestStoreOptions {
   urlPolicy?: LayerURLPolicy;
   /** the pull-through cache stores manifests before their blobs, which it fetches when pulled */
   cachedFromUpstream?: boolean;
+  /** the time recorded as the push time in berth.json (default the system clock) */
+  now?: () => number;
 }
 
 export class ManifestStore {
@@ -46,7 +48,7 @@ export class ManifestStore {
     if (this.options.urlPolicy) checkLayerURLs(manifest, this.options.urlPolicy);
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
 
-    const meta: RevisionMeta = { mediaType: manifest.mediaType };
+    const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed: new Date((this.options.now ?? Date.now)()).toISOString() };
     if (manifest.payload !== body) {
       meta.signed = sha256(body);
       await this.storeContent(meta.signed, body);

@@ -31,3 +31,19 @@ export function checkTag(tag: string): string {
   }
   return tag;
 }
+
+/**
+ * a repository glob as a regular expression: `*` matches within one path component, a `**`
+ * component any number of them (`team/*`, `team/**`, `**`); used by auth.access and retention
+ */
+export function repositoryGlob(glob: string): RegExp {
+  const source = glob
+    .split('/')
+    .map((part) => (part === '**' ? '.+' : part.split('*').map(escapeRegExp).join('[^/]*')))
+    .join('/');
+  return new RegExp(`^${source}$`);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

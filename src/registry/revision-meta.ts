@@ -1,7 +1,8 @@
 /**
  * berth's record beside a manifest revision (layout.manifestRevisionMeta, berth.json): the media
  * type it was pushed with and, for a signed first-generation manifest, the digest of the bytes as
- * pushed. The manifest store writes and serves by it; garbage collection keeps the signed bytes it names.
+ * pushed, and when it was last pushed. The manifest store writes and serves by it; garbage collection
+ * keeps the signed bytes it names; retention and the cache's expiry read the push time (activity.ts).
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import type { Digest } from './digest.js';
@@ -11,6 +12,8 @@ export interface RevisionMeta {
   mediaType: string;
   /** signed first generation: digest of the signed bytes as pushed (the revision's digest covers the payload only) */
   signed?: Digest;
+  /** when the manifest was last pushed (or fetched into the pull-through cache), ISO 8601; absent before berth recorded it */
+  pushed?: string;
 }
 
 export async function writeRevisionMeta(driver: StorageDriver, name: string, digest: Digest, meta: RevisionMeta): Promise<void> {

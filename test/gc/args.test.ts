@@ -5,9 +5,10 @@ import { parseCollectArgs } from '../../src/registry/gc/args.js';
 
 describe('garbage-collect arguments', () => {
   it("takes Distribution's flags, short and long, in any order", () => {
-    assert.deepEqual(parseCollectArgs(['config.yml']), { dryRun: false, deleteUntagged: false, quiet: false, file: 'config.yml' });
-    assert.deepEqual(parseCollectArgs(['-m', 'c.yml', '--dry-run', '-q']), { dryRun: true, deleteUntagged: true, quiet: true, file: 'c.yml' });
-    assert.deepEqual(parseCollectArgs(['--delete-untagged', '--quiet', '-d']), { dryRun: true, deleteUntagged: true, quiet: true });
+    assert.deepEqual(parseCollectArgs(['config.yml']), { dryRun: false, deleteUntagged: false, quiet: false, retention: false, file: 'config.yml' });
+    assert.deepEqual(parseCollectArgs(['-m', 'c.yml', '--dry-run', '-q']), { dryRun: true, deleteUntagged: true, quiet: true, retention: false, file: 'c.yml' });
+    assert.deepEqual(parseCollectArgs(['--delete-untagged', '--quiet', '-d']), { dryRun: true, deleteUntagged: true, quiet: true, retention: false });
+    assert.deepEqual(parseCollectArgs(['--retention', '--dry-run', 'c.yml']), { dryRun: true, deleteUntagged: false, quiet: false, retention: true, file: 'c.yml' });
   });
 
   it('says what is wrong with the others', () => {

@@ -45,3 +45,17 @@ export class ManualClock implements Clock {
 async function settle(): Promise<void> {
   for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
+
+/**
+ * Waits (real time, up to `ms`) until `check` holds, moving `clock` on by `step` at each look.
+ * For scheduled work that does real I/O: a run may end after ManualClock.advance returned, and
+ * its next run is then due only once the clock moves again.
+ */
+export async function advanceUntil(clock: ManualClock | undefined, what: string, check: () => Promise<boolean>, options: { step?: number; ms?: number } = {}): Promise<void> {
+  const deadline = Date.now() + (options.ms ?? 20_000);
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await clock?.advance(options.step ?? 60_000);
+  }
+}

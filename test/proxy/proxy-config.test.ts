@@ -1,5 +1,6 @@
 /** The proxy block: Distribution's keys, what is not implemented yet refused clearly, secrets masked; the challenge parser. */
 import assert from 'node:assert/strict';
+import { proxyTTLs } from '../../src/features/expiry.js';
 import { describe, it } from 'node:test';
 import { applyEnvOverrides, maskSecrets, validateConfig } from '../../src/config/load.js';
 import { parseChallenge } from '../../src/proxy/challenge.js';
@@ -20,10 +21,15 @@ describe('proxy configuration', () => {
     assert.equal(validateConfig(tree, 'test').proxy?.password, 'from-env');
   });
 
-  it('refuses a TTL other than 0: expiry is not implemented yet', () => {
-    assert.deepEqual(configProblems(() => withProxy({ remoteurl: 'https://r.example', ttl: '168h' })), [
-      'proxy.ttl: TTL expiry is not implemented yet in this version of berth: cached content is kept until deleted; set ttl to 0 or remove the key',
-    ]);
+  it("takes a TTL, 168h by default as Distribution's, and refuses one that is no duration", () => {
+    assert.equal(withProxy({ remoteurl: 'https://r.example', ttl: '1h30m' }).proxy?.ttl, 5_400_000);
+    // unset means Distribution's 168h (applied by the expiry feature, so upstreams may say it each)
+    assert.equal(proxyTTLs(withProxy({ remoteurl: 'https://r.example' }).proxy).ttlOf('any/repo'), 168 * 3_600_000);
+    const mirrors = proxyTTLs(withProxy({ upstreams: [{ prefix: 'hub', remoteurl: 'https://h.example' }, { prefix: 'q', remoteurl: 'https://q.example', ttl: '0' }] }).proxy);
+    assert.equal(mirrors.ttlOf('hub/library/alpine'), 168 * 3_600_000);
+    assert.equal(mirrors.ttlOf('q/x'), 0, 'kept forever');
+    assert.equal(mirrors.ttlOf('company/app'), undefined, 'a private repository has no TTL');
+    assert.match(configProblems(() => withProxy({ remoteurl: 'https://r.example', ttl: 'a week' }))[0], /^proxy\.ttl: expected a duration/);
   });
 
   it('refuses an empty upstreams list, credentials in the URL, half the credentials and a URL that is not http(s)', () => {

@@ -20,6 +20,8 @@ import { forEach } from './pool.js';
 export interface SweepOptions {
   dryRun: boolean;
   report: (line: string) => void;
+  /** keep blobs and `_layers` links modified after this time (ms since the epoch): the proxy's expiry sweeps only what is older than its TTL */
+  keepModifiedAfter?: number;
 }
 
 export interface RepositorySweep {
@@ -52,7 +54,16 @@ export async function sweepRepository(driver: StorageDriver, graph: RepositoryGr
   await sweepReferrers(driver, name, mark.kept, remove);
 
   const links = (await unlessMissing(driver.listNames(layout.layersDir(name)))) ?? [];
-  const unused = links.filter((hex) => !mark.used.has(`sha256:${hex}`));
+  let unused = links.filter((hex) => !mark.used.has(`sha256:${hex}`));
+  const after = options.keepModifiedAfter;
+  if (after !== undefined) {
+    const young = new Set<string>();
+    await forEach(unused, READS, async (hex) => {
+      const info = await unlessMissing(driver.stat(layout.layerLink(name, `sha256:${hex}`)));
+      if (info && info.modTime.getTime() > after) young.add(hex);
+    });
+    unused = unused.filter((hex) => !young.has(hex));
+  }
   await forEach(unused, READS, (hex) => remove(layout.layerLinkDir(name, `sha256:${hex}`), 'layer link'));
   return { manifests: mark.unkept.length, layerLinks: unused.length };
 }
@@ -85,7 +96,7 @@ export async function sweepBlobs(driver: StorageDriver, marked: Set<string>, opt
       const digest: Digest = `sha256:${hex}`;
       // a directory without data is no blob (Distribution enumerates blobs by their data too)
       const info = await unlessMissing(driver.stat(layout.blobData(digest)));
-      if (!info) return;
+      if (!info || (options.keepModifiedAfter !== undefined && info.modTime.getTime() > options.keepModifiedAfter)) return;
       options.report(`blob eligible for deletion: ${digest} (${info.size} bytes)`);
       result.blobs++;
       result.bytes += info.size;

@@ -1,0 +1,30 @@
+/**
+ * Retention policies (storage.maintenance.retention, src/registry/retention/): a pass every
+ * `interval`, shared by every instance on the storage, not run by a read-only registry.
+ */
+import type { RetentionPolicy } from '../registry/retention/policy.js';
+import type { Feature } from './feature.js';
+
+/** the retention settings, as this feature and the activity feature read them */
+export interface RetentionConfig {
+  storage: {
+    maintenance: {
+      readonly: { enabled: boolean };
+      retention?: { enabled: boolean; interval: number; dryrun: boolean; policies: RetentionPolicy[] };
+    };
+  };
+}
+
+export const retentionFeature: Feature<RetentionConfig> = {
+  name: 'retention',
+  enabled: (config) => (config.storage.maintenance.retention?.enabled ?? false) && !config.storage.maintenance.readonly.enabled,
+  async load(config, { logger, scheduler }) {
+    const { retentionTask } = await import('../registry/retention/task.js');
+    const retention = config.storage.maintenance.retention!;
+    return {
+      attach(running) {
+        scheduler.every(retentionTask(running.driver, retention, running.notifier, scheduler.clock, logger.child({ component: 'retention' })));
+      },
+    };
+  },
+};

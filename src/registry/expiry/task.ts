@@ -1,0 +1,28 @@
+/** The expiry pass as a scheduled task whose schedule lives in storage (../shared-schedule.ts). */
+import type { Logger } from 'pino';
+import type { Clock } from '../../scheduler/clock.js';
+import type { PeriodicTask } from '../../scheduler/scheduler.js';
+import type { StorageDriver } from '../../storage/driver.js';
+import { sharedPass } from '../shared-schedule.js';
+import { expireCache } from './index.js';
+
+export interface ExpiryTaskOptions {
+  ttlOf(name: string): number | undefined;
+  /** ms between passes (by any instance) */
+  passInterval: number;
+}
+
+export function expiryTask(driver: StorageDriver, options: ExpiryTaskOptions, clock: Clock, logger: Logger): PeriodicTask {
+  return sharedPass(driver, clock, logger, {
+    name: 'proxy expiry',
+    stateName: 'proxy-expiry',
+    interval: options.passInterval,
+    async run(signal) {
+      const started = clock.now();
+      const summary = await expireCache(driver, { ttlOf: options.ttlOf, now: started, signal, report: (line) => logger.debug(line) });
+      if (summary.manifestsExpired + summary.tagsRemoved + summary.blobsDeleted > 0) {
+        logger.info({ ...summary, durationMs: clock.now() - started }, 'expired cached content');
+      }
+    },
+  });
+}
