@@ -10,6 +10,7 @@ import { RegistryError, type ErrorEntry } from './errors.js';
 import { linksTo, writeLink } from './links.js';
 import { readRevisionMeta, writeRevisionMeta, type RevisionMeta } from './revision-meta.js';
 import { checkRepository, keepRepository } from './repositories.js';
+import { mapLimited, REQUEST_IO_CONCURRENCY } from './pool.js';
 import type { TagStore } from './tags.js';
 import { detectMediaType } from './manifests/detect.js';
 import { checkLayerURLs, parseManifest, referencesOf, type Descriptor, type LayerURLPolicy, type ParsedManifest } from './manifests/index.js';
@@ -84,14 +85,12 @@ export class ManifestStore {
   async referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
     await checkRepository(this.driver, name);
     const entries = (await unlessMissing(this.driver.list(layout.referrerEntriesDir(name, subject)))) ?? [];
-    const descriptors = await Promise.all(
-      entries.map(async (dir) => {
-        const content = await unlessMissing(this.driver.getContent(`${dir}/descriptor`)); // deleted meanwhile
-        const descriptor = content && (JSON.parse(content.toString()) as Descriptor);
-        // a revision deleted by Distribution on a shared root leaves berth's index entry behind
-        return descriptor && (await this.hasRevision(name, descriptor.digest)) ? descriptor : undefined;
-      }),
-    );
+    const descriptors = await mapLimited(entries, REQUEST_IO_CONCURRENCY, async (dir) => {
+      const content = await unlessMissing(this.driver.getContent(`${dir}/descriptor`)); // deleted meanwhile
+      const descriptor = content && (JSON.parse(content.toString()) as Descriptor);
+      // a revision deleted by Distribution on a shared root leaves berth's index entry behind
+      return descriptor && (await this.hasRevision(name, descriptor.digest)) ? descriptor : undefined;
+    });
     return descriptors.filter((d): d is Descriptor => d !== undefined && (artifactType === undefined || d.artifactType === artifactType));
   }
 
@@ -104,18 +103,20 @@ export class ManifestStore {
    * (4.4); the references are recorded as used first (online garbage collection's protocol)
    */
   private async checkReferences(name: string, manifest: ParsedManifest): Promise<void> {
-    await this.blobs.touch([...manifest.blobs, ...manifest.manifests].map((d) => d.digest));
+    // blobs are unique already (parseManifest); an index may list one child many times
+    const children = [...new Set(manifest.manifests.map((m) => m.digest))];
+    await this.blobs.touch([...manifest.blobs.map((b) => b.digest), ...children]);
     const [blobsLinked, childrenStored] = await Promise.all([
-      Promise.all(manifest.blobs.map(async (b) => (await this.blobs.isLinked(name, b.digest)) && (await this.blobs.storedSize(b.digest)) !== undefined)),
-      Promise.all(manifest.manifests.map((m) => this.hasRevision(name, m.digest))),
+      mapLimited(manifest.blobs, REQUEST_IO_CONCURRENCY / 2, async (b) => (await this.blobs.isLinked(name, b.digest)) && (await this.blobs.storedSize(b.digest)) !== undefined),
+      mapLimited(children, REQUEST_IO_CONCURRENCY / 2, (digest) => this.hasRevision(name, digest)),
     ]);
     const errors: ErrorEntry[] = [
       ...manifest.blobs
         .filter((_, i) => !blobsLinked[i])
         .map((b): ErrorEntry => ({ code: 'BLOB_UNKNOWN', message: `blob unknown to registry: ${b.digest} is referenced by the manifest but not uploaded to ${name}`, detail: { digest: b.digest } })),
-      ...manifest.manifests
+      ...children
         .filter((_, i) => !childrenStored[i])
-        .map((m): ErrorEntry => ({ code: 'MANIFEST_UNKNOWN', message: `manifest unknown: ${m.digest} is referenced by the index but not pushed to ${name}`, detail: { digest: m.digest } })),
+        .map((digest): ErrorEntry => ({ code: 'MANIFEST_UNKNOWN', message: `manifest unknown: ${digest} is referenced by the index but not pushed to ${name}`, detail: { digest } })),
     ];
     if (errors.length > 0) throw RegistryError.many(errors, 400);
   }

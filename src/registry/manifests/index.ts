@@ -34,6 +34,26 @@ function parseBody(body: Buffer): JSONObject {
   return doc;
 }
 
+/**
+ * Descriptors one manifest may list (layers, children, fsLayers together). No real image comes
+ * near: a layer store stacks at most 127 layers, multi-platform indexes list tens of images and
+ * BuildKit's cache indexes hundreds to a few thousand. Each reference costs storage reads when
+ * the manifest is checked, so a document listing tens of thousands is refused before any I/O.
+ */
+export const MAX_REFERENCES = 10_000;
+
+/** MANIFEST_INVALID when the body lists more than MAX_REFERENCES descriptors, before any is parsed */
+function checkReferenceCount(doc: JSONObject): void {
+  const fields = ['layers', 'manifests', 'fsLayers'] as const;
+  const count = fields.reduce((sum, key) => sum + (Array.isArray(doc[key]) ? (doc[key] as unknown[]).length : 0), 0);
+  if (count > MAX_REFERENCES) {
+    throw manifestInvalid('references', undefined, `the manifest lists ${count} descriptors (layers, manifests and fsLayers together); the limit is ${MAX_REFERENCES}`, {
+      references: count,
+      limit: MAX_REFERENCES,
+    });
+  }
+}
+
 function unsupported(mediaType: string, source: string): never {
   throw manifestInvalid('mediaType', source === 'Content-Type' ? undefined : 'mediaType', `unsupported manifest media type ${JSON.stringify(mediaType)} (from the ${source}); supported: ${supportedManifestMediaTypes().join(', ')}`, {
     mediaType,
@@ -81,6 +101,7 @@ function uniqueBlobs(blobs: BlobReference[]): BlobReference[] {
  */
 export async function parseManifest(contentType: string | undefined, body: Buffer): Promise<ParsedManifest> {
   const doc = parseBody(body);
+  checkReferenceCount(doc);
   const { format, mediaType } = chooseFormat(contentType, doc);
   let content: ManifestContent;
   let payload = body;
