@@ -30,6 +30,8 @@ export interface ManifestStoreOptions {
   urlPolicy?: LayerURLPolicy;
   /** the pull-through cache stores manifests before their blobs, which it fetches when pulled */
   cachedFromUpstream?: boolean;
+  /** compatibility.schema1.enabled: false refuses pushes of first-generation manifests */
+  schema1?: boolean;
 }
 
 export class ManifestStore {
@@ -40,9 +42,12 @@ export class ManifestStore {
     private readonly options: ManifestStoreOptions,
   ) {}
 
-  /** validates and stores a pushed manifest; with a tag reference, points the tag at it */
-  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer): Promise<ParsedManifest> {
-    const manifest = await parseManifest(contentType, body);
+  /**
+   * validates and stores a pushed manifest; with a tag reference, points the tag at it. `signal`:
+   * aborted when the client is gone, which stops the validation
+   */
+  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer, signal?: AbortSignal): Promise<ParsedManifest> {
+    const manifest = await parseManifest(contentType, body, { schema1: this.options.schema1, signal });
     checkAgainstURL(manifest, name, reference);
     if (this.options.urlPolicy) checkLayerURLs(manifest, this.options.urlPolicy);
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);

@@ -94,15 +94,27 @@ function uniqueBlobs(blobs: BlobReference[]): BlobReference[] {
   return blobs.filter((blob) => !seen.has(blob.digest) && seen.add(blob.digest));
 }
 
+export interface ParseOptions {
+  /** false: first-generation manifests are refused (compatibility.schema1.enabled), before any signature is checked */
+  schema1?: boolean;
+  /** aborted when the client is gone: the costly part (signature checks) stops with its reason */
+  signal?: AbortSignal;
+}
+
 /**
  * Parse and validate a manifest body. Throws RegistryError: MANIFEST_INVALID (the detail names
  * the failed check and field), DIGEST_INVALID (a malformed digest inside the manifest),
  * MANIFEST_UNVERIFIED (signed first generation whose signatures do not hold).
  */
-export async function parseManifest(contentType: string | undefined, body: Buffer): Promise<ParsedManifest> {
+export async function parseManifest(contentType: string | undefined, body: Buffer, options: ParseOptions = {}): Promise<ParsedManifest> {
   const doc = parseBody(body);
   checkReferenceCount(doc);
   const { format, mediaType } = chooseFormat(contentType, doc);
+  if (format === 'schema1' && options.schema1 === false) {
+    throw manifestInvalid('mediaType', undefined, `first-generation (schema1) manifests are not accepted by this registry (compatibility.schema1.enabled is false): push the image as a schema 2 or OCI manifest`, {
+      mediaType,
+    });
+  }
   let content: ManifestContent;
   let payload = body;
   switch (format) {
@@ -119,7 +131,7 @@ export async function parseManifest(contentType: string | undefined, body: Buffe
       content = parseOCIIndex(doc);
       break;
     case 'schema1':
-      ({ payload, ...content } = await parseSchema1(body, doc));
+      ({ payload, ...content } = await parseSchema1(body, doc, options.signal));
       break;
   }
   return { ...content, blobs: uniqueBlobs(content.blobs), format, mediaType, digest: sha256(payload), payload };
