@@ -116,7 +116,25 @@ export class UploadSessions {
     return this.locks.run(uuid, async () => {
       const status = await this.open(name, uuid);
       checkRange(status.size, range);
-      status.size = await this.write(name, uuid, body, false);
+      if (!range) {
+        status.size = await this.write(name, uuid, body, false);
+        return status;
+      }
+      // the chunk must be the range it declares: what arrived of it is kept (as after a
+      // disconnect), bytes beyond it are not, and the client resumes from the Range it is told
+      const declared = range.end - range.start + 1;
+      let overrun = false;
+      try {
+        status.size = await this.write(name, uuid, upTo(body, declared), false);
+      } catch (err) {
+        if (!(err instanceof ChunkOverrun)) throw err;
+        overrun = true;
+        status.size = await this.storedSize(name, uuid);
+      }
+      if (overrun || status.size !== range.end + 1) {
+        const what = overrun ? 'more bytes than that arrived' : `${status.size - range.start} bytes arrived`;
+        throw new UploadRangeError(status.size, `the chunk declared Content-Range ${range.start}-${range.end} (${declared} bytes) but ${what}; the upload holds ${status.size} bytes: continue from there`);
+      }
       return status;
     });
   }
@@ -231,6 +249,28 @@ export class UploadSessions {
 function checkRange(size: number, range: ChunkRange | undefined): void {
   if (range && range.start !== size) {
     throw new UploadRangeError(size, `chunk starts at byte ${range.start}, but the upload holds ${size} bytes: send the chunk that starts at ${size}`);
+  }
+}
+
+/** a chunk carried more bytes than its Content-Range declared */
+class ChunkOverrun extends Error {}
+
+/**
+ * the chunks of `body` up to `limit` bytes; a byte beyond them throws ChunkOverrun (those before
+ * it are written). The request stream is read by hand: leaving a for-await over it early would
+ * destroy it, and the socket with it, before the 416 is sent.
+ */
+async function* upTo(body: AsyncIterable<Buffer> | Iterable<Buffer>, limit: number): AsyncIterable<Buffer> {
+  const chunks = Symbol.asyncIterator in body ? body[Symbol.asyncIterator]() : body[Symbol.iterator]();
+  let left = limit;
+  for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+    const chunk = next.value;
+    if (chunk.length > left) {
+      if (left > 0) yield chunk.subarray(0, left);
+      throw new ChunkOverrun();
+    }
+    left -= chunk.length;
+    yield chunk;
   }
 }
 
