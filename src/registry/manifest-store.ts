@@ -7,6 +7,7 @@ import * as layout from './layout.js';
 import type { BlobStore } from './blobs.js';
 import { isDigest, sha256, type Digest } from './digest.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
+import { KeyedLock } from './keyed-lock.js';
 import { linksTo, writeLink } from './links.js';
 import { readRevisionMeta, writeRevisionMeta, type RevisionMeta } from './revision-meta.js';
 import { checkRepository, keepRepository } from './repositories.js';
@@ -34,7 +35,13 @@ export interface ManifestStoreOptions {
   schema1?: boolean;
 }
 
+/** how often a PUT writes its revision's berth.json again when a racing DELETE took it */
+const META_ATTEMPTS = 3;
+
 export class ManifestStore {
+  /** a PUT's writes and a DELETE of the same revision, one after the other within this process */
+  private readonly revisions = new KeyedLock();
+
   constructor(
     private readonly driver: StorageDriver,
     private readonly blobs: BlobStore,
@@ -52,17 +59,33 @@ export class ManifestStore {
     if (this.options.urlPolicy) checkLayerURLs(manifest, this.options.urlPolicy);
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
 
-    const meta: RevisionMeta = { mediaType: manifest.mediaType };
-    if (manifest.payload !== body) {
-      meta.signed = sha256(body);
-      await this.storeContent(meta.signed, body);
-    }
-    await this.storeContent(manifest.digest, manifest.payload);
-    await writeRevisionMeta(this.driver, name, manifest.digest, meta);
-    await writeLink(this.driver, layout.manifestRevisionLink(name, manifest.digest), manifest.digest);
-    if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
-    if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
+    await this.revisions.run(`${name}@${manifest.digest}`, async () => {
+      const meta: RevisionMeta = { mediaType: manifest.mediaType };
+      if (manifest.payload !== body) {
+        meta.signed = sha256(body);
+        await this.storeContent(meta.signed, body);
+      }
+      await this.storeContent(manifest.digest, manifest.payload);
+      await this.storeRevision(name, manifest.digest, meta);
+      if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
+      if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
+    });
     return manifest;
+  }
+
+  /**
+   * berth.json, then the revision link. A DELETE on another instance may remove the revision's
+   * directory in between; the link must then not stay without its berth.json: once the link is
+   * written, the record is read back and written again until both are there.
+   */
+  private async storeRevision(name: string, digest: Digest, meta: RevisionMeta): Promise<void> {
+    await writeRevisionMeta(this.driver, name, digest, meta);
+    await writeLink(this.driver, layout.manifestRevisionLink(name, digest), digest);
+    for (let attempt = 1; (await readRevisionMeta(this.driver, name, digest)) === undefined; attempt++) {
+      if (attempt > META_ATTEMPTS) throw new Error(`the record of revision ${digest} in ${name} keeps disappearing (a DELETE racing this PUT on another instance?)`);
+      await writeRevisionMeta(this.driver, name, digest, meta);
+      await writeLink(this.driver, layout.manifestRevisionLink(name, digest), digest);
+    }
   }
 
   async get(name: string, reference: Reference): Promise<StoredManifest> {
@@ -77,13 +100,16 @@ export class ManifestStore {
    * removes the revision, every tag that points at it, and its referrers entry; the repository
    * stays, with no manifest left in it (see repositories.ts)
    */
-  async delete(name: string, digest: Digest): Promise<void> {
-    const manifest = await this.get(name, { digest });
-    const subject = referencesOf(manifest.content).subject?.digest;
-    await keepRepository(this.driver, name);
-    await this.driver.delete(layout.manifestRevisionDir(name, digest));
-    await this.tags.untagAll(name, digest);
-    if (subject && isDigest(subject)) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
+  delete(name: string, digest: Digest): Promise<void> {
+    return this.revisions.run(`${name}@${digest}`, async () => {
+      const manifest = await this.get(name, { digest });
+      const subject = referencesOf(manifest.content).subject?.digest;
+      await keepRepository(this.driver, name);
+      // gone meanwhile: another instance's DELETE did the same
+      await unlessMissing(this.driver.delete(layout.manifestRevisionDir(name, digest)));
+      await this.tags.untagAll(name, digest);
+      if (subject && isDigest(subject)) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
+    });
   }
 
   /** descriptors of the manifests whose subject is `subject`, optionally of one artifactType */

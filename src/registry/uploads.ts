@@ -141,8 +141,14 @@ export class UploadSessions {
 
   /**
    * Completes the upload (PUT): appends the last bytes, if any, checks the content against every
-   * given digest, moves it to blobs/ and links it into the repository. On a mismatch the upload is
+   * given digest, links it into the repository and moves it to blobs/. On a mismatch the upload is
    * discarded (the client starts over, as the spec's state table says).
+   *
+   * The link comes before the move so that a completion cut short (SIGKILL) can be retried: killed
+   * before the move, the data is still in the upload; killed after it, the upload is empty and the
+   * repository already links the stored blob, which the retry then reports as done. (Linking a
+   * stored blob the repository does not link, on an empty upload, would hand any blob to whoever
+   * knows its digest; a retry never needs that.)
    */
   complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange): Promise<BlobInfo> {
     const expected = digests.map(parseVerifiableDigest);
@@ -150,12 +156,27 @@ export class UploadSessions {
       const status = await this.open(name, uuid);
       checkRange(status.size, range);
       const size = await this.write(name, uuid, body ?? [], true);
+      const done = size === 0 ? await this.completedBefore(name, expected) : undefined;
+      if (done) {
+        await this.remove(name, uuid);
+        return done;
+      }
       const digest = await this.verify(name, uuid, size, expected);
-      await this.moveToBlobs(name, uuid, digest);
       await this.blobs.link(name, digest);
+      await this.moveToBlobs(name, uuid, digest);
       await this.remove(name, uuid);
       return { digest, size };
     });
+  }
+
+  /** the blob an earlier, interrupted completion of this upload stored and linked, if that is what `expected` names */
+  private async completedBefore(name: string, expected: ReturnType<typeof parseVerifiableDigest>[]): Promise<BlobInfo | undefined> {
+    const [first] = expected;
+    if (first.algorithm !== 'sha256' || expected.some((want) => want.digest !== first.digest)) return undefined;
+    const digest = first.digest as Digest;
+    if (!(await this.blobs.isLinked(name, digest))) return undefined;
+    const size = await this.blobs.storedSize(digest);
+    return size === undefined ? undefined : { digest, size };
   }
 
   cancel(name: string, uuid: string): Promise<void> {
