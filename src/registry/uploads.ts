@@ -175,6 +175,7 @@ export class UploadSessions {
     if (first.algorithm !== 'sha256' || expected.some((want) => want.digest !== first.digest)) return undefined;
     const digest = first.digest as Digest;
     if (!(await this.blobs.isLinked(name, digest))) return undefined;
+    await this.blobs.touch([digest]); // online collection: the use is recorded before the check
     const size = await this.blobs.storedSize(digest);
     return size === undefined ? undefined : { digest, size };
   }
