@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { startBerthProcess, type BerthProcess } from '../helpers/berth-process.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { buildImage, ManifestTypes, pushContent, pushImageOK, putManifest, type Image } from '../helpers/images.js';
-import { generateKey, signSchema1 } from '../registry/manifests/sign-schema1.js';
+import { generateKey, repeatSignature, signSchema1 } from '../registry/manifests/sign-schema1.js';
 import { MAX_SIGNATURES } from '../../src/registry/manifests/schema1.js';
 
 const REPO = 'legacy/app';
@@ -28,12 +28,6 @@ function bigSchema1(bytes: number): Buffer {
   return signSchema1(manifest, [{ key: generateKey('P-256'), kid: true }]).body;
 }
 
-/** `body` with its first signature repeated `n` times (the signed payload is unchanged) */
-function repeatSignature(body: Buffer, n: number): Buffer<ArrayBuffer> {
-  const doc = JSON.parse(body.toString());
-  const { formatLength } = JSON.parse(Buffer.from(doc.signatures[0].protected, 'base64url').toString());
-  return Buffer.concat([body.subarray(0, formatLength), Buffer.from(`,"signatures":${JSON.stringify(Array(n).fill(doc.signatures[0]))}}`)]);
-}
 
 /** user + system CPU seconds of a process, from /proc/<pid>/stat (clock ticks of 1/100 s) */
 function cpuSeconds(pid: number): number {

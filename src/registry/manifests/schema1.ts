@@ -86,7 +86,8 @@ function publicJWK(jwk: JSONObject, field: string): JWK {
   throw unverified('jwk', `${field}.header.jwk.kty`, `unsupported key type ${JSON.stringify(jwk.kty)}`);
 }
 
-async function verifySignature(block: SignatureBlock, payload: string): Promise<void> {
+/** `encodedPayload`: the signed payload in base64url, encoded once for every signature */
+async function verifySignature(block: SignatureBlock, encodedPayload: string): Promise<void> {
   const { field, alg } = block;
   if (!ALGORITHMS.includes(alg)) throw unverified('alg', `${field}.header.alg`, `unsupported algorithm ${JSON.stringify(alg)}, expected one of ${ALGORITHMS.join(', ')}`);
   const jwk = publicJWK(block.jwk, field);
@@ -102,7 +103,7 @@ async function verifySignature(block: SignatureBlock, payload: string): Promise<
     if (block.jwk.kid !== expected) throw unverified('kid', `${field}.header.jwk.kid`, `${JSON.stringify(block.jwk.kid)} does not match the key (its key ID is ${expected})`);
   }
   try {
-    await flattenedVerify({ protected: block.protected, header: { alg }, payload, signature: block.signature }, key);
+    await flattenedVerify({ protected: block.protected, header: { alg }, payload: encodedPayload, signature: block.signature }, key);
   } catch (err) {
     throw unverified('signature', `${field}.signature`, `does not verify: ${(err as Error).message}`);
   }

@@ -7,7 +7,7 @@ import { MAX_SIGNATURES } from '../../../src/registry/manifests/schema1.js';
 import { libtrustKeyID } from '../../../src/crypto/libtrust-keyid.js';
 import { sha256 } from '../../../src/registry/digest.js';
 import { assertRegistryError, digestOf } from './examples.js';
-import { generateKey, signSchema1, type KeyKind, type TestKey } from './sign-schema1.js';
+import { generateKey, repeatSignature, signSchema1, type KeyKind, type TestKey } from './sign-schema1.js';
 
 const SIGNED_V1 = 'application/vnd.docker.distribution.manifest.v1+prettyjws';
 
@@ -207,12 +207,6 @@ test('a signed payload that is not JSON', async () => {
   await assertRegistryError(() => parseManifest(SIGNED_V1, body), 'MANIFEST_INVALID', { check: 'json' }, 'signed payload is not JSON');
 });
 
-/** `body` with its first signature repeated `n` times (the signed payload is unchanged) */
-function repeatSignature(body: Buffer, n: number): Buffer {
-  const doc = JSON.parse(body.toString());
-  const { formatLength } = JSON.parse(Buffer.from(doc.signatures[0].protected, 'base64url').toString());
-  return Buffer.concat([body.subarray(0, formatLength), Buffer.from(`,"signatures":${JSON.stringify(Array(n).fill(doc.signatures[0]))}}`)]);
-}
 
 test(`at most ${MAX_SIGNATURES} signatures are checked: more are refused before any is verified`, async () => {
   const { body, payload } = signSchema1(imageV1(), [{ key: keyOf('P-256'), kid: true }]);
