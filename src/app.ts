@@ -92,7 +92,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const purging = config.storage.maintenance.uploadpurging;
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
   const tags = new TagStore(driver);
-  const manifests = new ManifestStore(driver, blobs, tags, { urlPolicy: config.validation.disabled ? undefined : urlPolicy(config), now: () => scheduler.clock.now() });
+  const manifests = new ManifestStore(driver, blobs, tags, {
+    urlPolicy: config.validation.disabled ? undefined : urlPolicy(config),
+    schema1: config.compatibility.schema1.enabled,
+    now: () => scheduler.clock.now(),
+  });
   const stored = new StoredContent(blobs, manifests, tags);
   const core = { driver, blobs, uploads, manifests, tags, logger };
   const content = enabled.reduce((inner, parts) => parts.contentSource?.(core, inner) ?? inner, stored as ContentSource);

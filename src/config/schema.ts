@@ -376,6 +376,16 @@ const middleware = z
 
 const catalog = z.strictObject({ maxentries: int(1).default(1000) }).prefault({});
 
+/**
+ * Distribution's compatibility.schema1: `enabled` says whether first-generation (signed) manifests
+ * may be pushed. berth accepts them unless told otherwise, where Distribution 2.8 refuses them:
+ * docs/decisions.md, "Hardening". `signingkeyfile` signs manifests Distribution converts to
+ * schema1 for old clients; berth never converts (warnings.ts says so).
+ */
+const compatibility = z
+  .strictObject({ schema1: z.strictObject({ enabled: bool.default(true), signingkeyfile: harmless }).prefault({}) })
+  .prefault({});
+
 /** what auth.access grants */
 const ACCESS_ACTIONS = ['pull', 'push', 'delete'] as const;
 
@@ -605,6 +615,7 @@ export const configSchema = z.strictObject({
   http,
   validation,
   catalog,
+  compatibility,
   notifications,
   auth: auth.optional(),
   redis: redis.optional(),

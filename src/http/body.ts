@@ -9,6 +9,27 @@ export function bodyStream(req: FastifyRequest): AsyncIterable<Buffer> | undefin
   return req.raw;
 }
 
+/** `type/subtype`, optionally followed by parameters: what the web framework accepts as a Content-Type */
+const MEDIA_TYPE = /^\s*[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+\s*(;|$)/;
+const setAside = new WeakMap<object, string>();
+
+/**
+ * Fastify answers a Content-Type it cannot parse (empty, `;;`, `foo`) with its own 415 before any
+ * handler runs. Such a header is taken off the request (onRequest) so the registry decides: blob
+ * and token requests ignore it, a manifest PUT reads the original through contentTypeOf().
+ */
+export function setAsideUnparsableContentType(req: FastifyRequest): void {
+  const value = req.headers['content-type'];
+  if (value === undefined || MEDIA_TYPE.test(value)) return;
+  setAside.set(req.raw, value);
+  delete req.headers['content-type'];
+}
+
+/** the request's Content-Type as the client sent it (also one set aside as unparsable) */
+export function contentTypeOf(req: FastifyRequest): string | undefined {
+  return req.headers['content-type'] ?? setAside.get(req.raw);
+}
+
 /** Content-Length as a number, undefined when absent or chunked */
 export function contentLength(req: FastifyRequest): number | undefined {
   const length = req.headers['content-length'];

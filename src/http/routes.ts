@@ -19,10 +19,10 @@ export type Route =
 /** methods each route answers; others get 405 UNSUPPORTED */
 export const METHODS: Record<Route['kind'], readonly string[]> = {
   base: ['GET', 'HEAD'],
-  catalog: ['GET'],
-  tags: ['GET'],
+  catalog: ['GET', 'HEAD'],
+  tags: ['GET', 'HEAD'],
   manifest: ['GET', 'HEAD', 'PUT', 'DELETE'],
-  referrers: ['GET'],
+  referrers: ['GET', 'HEAD'],
   blob: ['GET', 'HEAD', 'DELETE'],
   uploads: ['POST'],
   upload: ['GET', 'PATCH', 'PUT', 'DELETE'],
@@ -49,7 +49,8 @@ export function matchRoute(path: string): Route | undefined {
     if (!m) continue;
     const route = build(m);
     if ('name' in route) checkRepositoryName(route.name);
-    if (route.kind === 'upload' && !UUID.test(route.uuid)) {
+    // `.` and `..` fit the spec's pattern but would name the uploads directory or the repository's
+    if (route.kind === 'upload' && (!UUID.test(route.uuid) || route.uuid === '.' || route.uuid === '..')) {
       throw new RegistryError('BLOB_UPLOAD_UNKNOWN', `invalid upload id ${JSON.stringify(route.uuid)}`, { detail: { uuid: route.uuid } });
     }
     return route;

@@ -10,7 +10,7 @@ import { StorageUnavailableError } from '../storage/driver.js';
 import type { Handler, Services } from './context.js';
 import { accessLogFields, exchangeBytes, noteError } from './access-log.js';
 import { sendError } from './errors.js';
-import { queryValue } from './body.js';
+import { queryValue, setAsideUnparsableContentType } from './body.js';
 import { isRepositoryName } from '../registry/names.js';
 import { setGrant } from './grants.js';
 import { serveTokenRequest } from './handlers/token.js';
@@ -44,9 +44,9 @@ const HANDLERS: HandlerTable = {
   uploads: { POST: postUpload },
   upload: { GET: getUpload, PATCH: patchUpload, PUT: putUpload, DELETE: deleteUpload },
   manifest: { GET: getManifest, HEAD: getManifest, PUT: putManifest, DELETE: deleteManifest },
-  tags: { GET: getTags },
-  catalog: { GET: getCatalog },
-  referrers: { GET: getReferrers },
+  tags: { GET: getTags, HEAD: getTags },
+  catalog: { GET: getCatalog, HEAD: getCatalog },
+  referrers: { GET: getReferrers, HEAD: getReferrers },
 };
 
 /** the route kind each request matched, for the request metrics */
@@ -79,6 +79,7 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
 
   app.addHook('onRequest', async (req, reply) => {
+    setAsideUnparsableContentType(req);
     reply.header('x-request-id', req.id);
     reply.header(API_VERSION_HEADER, API_VERSION);
     for (const [name, values] of Object.entries(edge.headers)) reply.header(name, values.join(', '));

@@ -7,9 +7,11 @@ import * as layout from './layout.js';
 import type { BlobStore } from './blobs.js';
 import { isDigest, sha256, type Digest } from './digest.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
+import { KeyedLock } from './keyed-lock.js';
 import { linksTo, writeLink } from './links.js';
 import { readRevisionMeta, writeRevisionMeta, type RevisionMeta } from './revision-meta.js';
 import { checkRepository, keepRepository } from './repositories.js';
+import { mapLimited, REQUEST_IO_CONCURRENCY } from './pool.js';
 import type { TagStore } from './tags.js';
 import { detectMediaType } from './manifests/detect.js';
 import { checkLayerURLs, parseManifest, referencesOf, type Descriptor, type LayerURLPolicy, type ParsedManifest } from './manifests/index.js';
@@ -31,9 +33,17 @@ export interface ManifestStoreOptions {
   cachedFromUpstream?: boolean;
   /** the time recorded as the push time in berth.json (default the system clock) */
   now?: () => number;
+  /** compatibility.schema1.enabled: false refuses pushes of first-generation manifests */
+  schema1?: boolean;
 }
 
+/** how often a PUT writes its revision's berth.json again when a racing DELETE took it */
+const META_ATTEMPTS = 3;
+
 export class ManifestStore {
+  /** a PUT's writes and a DELETE of the same revision, one after the other within this process */
+  private readonly revisions = new KeyedLock();
+
   constructor(
     private readonly driver: StorageDriver,
     private readonly blobs: BlobStore,
@@ -41,24 +51,43 @@ export class ManifestStore {
     private readonly options: ManifestStoreOptions,
   ) {}
 
-  /** validates and stores a pushed manifest; with a tag reference, points the tag at it */
-  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer): Promise<ParsedManifest> {
-    const manifest = await parseManifest(contentType, body);
+  /**
+   * validates and stores a pushed manifest; with a tag reference, points the tag at it. `signal`:
+   * aborted when the client is gone, which stops the validation
+   */
+  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer, signal?: AbortSignal): Promise<ParsedManifest> {
+    const manifest = await parseManifest(contentType, body, { schema1: this.options.schema1, signal });
     checkAgainstURL(manifest, name, reference);
     if (this.options.urlPolicy) checkLayerURLs(manifest, this.options.urlPolicy);
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
 
-    const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed: new Date((this.options.now ?? Date.now)()).toISOString() };
-    if (manifest.payload !== body) {
-      meta.signed = sha256(body);
-      await this.storeContent(meta.signed, body);
-    }
-    await this.storeContent(manifest.digest, manifest.payload);
-    await writeRevisionMeta(this.driver, name, manifest.digest, meta);
-    await writeLink(this.driver, layout.manifestRevisionLink(name, manifest.digest), manifest.digest);
-    if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
-    if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
+    await this.revisions.run(`${name}@${manifest.digest}`, async () => {
+      const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed: new Date((this.options.now ?? Date.now)()).toISOString() };
+      if (manifest.payload !== body) {
+        meta.signed = sha256(body);
+        await this.storeContent(meta.signed, body);
+      }
+      await this.storeContent(manifest.digest, manifest.payload);
+      await this.storeRevision(name, manifest.digest, meta);
+      if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
+      if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
+    });
     return manifest;
+  }
+
+  /**
+   * berth.json, then the revision link. A DELETE on another instance may remove the revision's
+   * directory in between; the link must then not stay without its berth.json: once the link is
+   * written, the record is read back and written again until both are there.
+   */
+  private async storeRevision(name: string, digest: Digest, meta: RevisionMeta): Promise<void> {
+    await writeRevisionMeta(this.driver, name, digest, meta);
+    await writeLink(this.driver, layout.manifestRevisionLink(name, digest), digest);
+    for (let attempt = 1; (await readRevisionMeta(this.driver, name, digest)) === undefined; attempt++) {
+      if (attempt > META_ATTEMPTS) throw new Error(`the record of revision ${digest} in ${name} keeps disappearing (a DELETE racing this PUT on another instance?)`);
+      await writeRevisionMeta(this.driver, name, digest, meta);
+      await writeLink(this.driver, layout.manifestRevisionLink(name, digest), digest);
+    }
   }
 
   async get(name: string, reference: Reference): Promise<StoredManifest> {
@@ -73,27 +102,28 @@ export class ManifestStore {
    * removes the revision, every tag that points at it, and its referrers entry; the repository
    * stays, with no manifest left in it (see repositories.ts)
    */
-  async delete(name: string, digest: Digest): Promise<void> {
-    const manifest = await this.get(name, { digest });
-    const subject = referencesOf(manifest.content).subject?.digest;
-    await keepRepository(this.driver, name);
-    await this.driver.delete(layout.manifestRevisionDir(name, digest));
-    await this.tags.untagAll(name, digest);
-    if (subject && isDigest(subject)) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
+  delete(name: string, digest: Digest): Promise<void> {
+    return this.revisions.run(`${name}@${digest}`, async () => {
+      const manifest = await this.get(name, { digest });
+      const subject = referencesOf(manifest.content).subject?.digest;
+      await keepRepository(this.driver, name);
+      // gone meanwhile: another instance's DELETE did the same
+      await unlessMissing(this.driver.delete(layout.manifestRevisionDir(name, digest)));
+      await this.tags.untagAll(name, digest);
+      if (subject && isDigest(subject)) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
+    });
   }
 
   /** descriptors of the manifests whose subject is `subject`, optionally of one artifactType */
   async referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
     await checkRepository(this.driver, name);
     const entries = (await unlessMissing(this.driver.list(layout.referrerEntriesDir(name, subject)))) ?? [];
-    const descriptors = await Promise.all(
-      entries.map(async (dir) => {
-        const content = await unlessMissing(this.driver.getContent(`${dir}/descriptor`)); // deleted meanwhile
-        const descriptor = content && (JSON.parse(content.toString()) as Descriptor);
-        // a revision deleted by Distribution on a shared root leaves berth's index entry behind
-        return descriptor && (await this.hasRevision(name, descriptor.digest)) ? descriptor : undefined;
-      }),
-    );
+    const descriptors = await mapLimited(entries, REQUEST_IO_CONCURRENCY, async (dir) => {
+      const content = await unlessMissing(this.driver.getContent(`${dir}/descriptor`)); // deleted meanwhile
+      const descriptor = content && (JSON.parse(content.toString()) as Descriptor);
+      // a revision deleted by Distribution on a shared root leaves berth's index entry behind
+      return descriptor && (await this.hasRevision(name, descriptor.digest)) ? descriptor : undefined;
+    });
     return descriptors.filter((d): d is Descriptor => d !== undefined && (artifactType === undefined || d.artifactType === artifactType));
   }
 
@@ -106,18 +136,20 @@ export class ManifestStore {
    * (4.4); the references are recorded as used first (online garbage collection's protocol)
    */
   private async checkReferences(name: string, manifest: ParsedManifest): Promise<void> {
-    await this.blobs.touch([...manifest.blobs, ...manifest.manifests].map((d) => d.digest));
+    // blobs are unique already (parseManifest); an index may list one child many times
+    const children = [...new Set(manifest.manifests.map((m) => m.digest))];
+    await this.blobs.touch([...manifest.blobs.map((b) => b.digest), ...children]);
     const [blobsLinked, childrenStored] = await Promise.all([
-      Promise.all(manifest.blobs.map(async (b) => (await this.blobs.isLinked(name, b.digest)) && (await this.blobs.storedSize(b.digest)) !== undefined)),
-      Promise.all(manifest.manifests.map((m) => this.hasRevision(name, m.digest))),
+      mapLimited(manifest.blobs, REQUEST_IO_CONCURRENCY / 2, async (b) => (await this.blobs.isLinked(name, b.digest)) && (await this.blobs.storedSize(b.digest)) !== undefined),
+      mapLimited(children, REQUEST_IO_CONCURRENCY / 2, (digest) => this.hasRevision(name, digest)),
     ]);
     const errors: ErrorEntry[] = [
       ...manifest.blobs
         .filter((_, i) => !blobsLinked[i])
         .map((b): ErrorEntry => ({ code: 'BLOB_UNKNOWN', message: `blob unknown to registry: ${b.digest} is referenced by the manifest but not uploaded to ${name}`, detail: { digest: b.digest } })),
-      ...manifest.manifests
+      ...children
         .filter((_, i) => !childrenStored[i])
-        .map((m): ErrorEntry => ({ code: 'MANIFEST_UNKNOWN', message: `manifest unknown: ${m.digest} is referenced by the index but not pushed to ${name}`, detail: { digest: m.digest } })),
+        .map((digest): ErrorEntry => ({ code: 'MANIFEST_UNKNOWN', message: `manifest unknown: ${digest} is referenced by the index but not pushed to ${name}`, detail: { digest } })),
     ];
     if (errors.length > 0) throw RegistryError.many(errors, 400);
   }

@@ -116,15 +116,39 @@ export class UploadSessions {
     return this.locks.run(uuid, async () => {
       const status = await this.open(name, uuid);
       checkRange(status.size, range);
-      status.size = await this.write(name, uuid, body, false);
+      if (!range) {
+        status.size = await this.write(name, uuid, body, false);
+        return status;
+      }
+      // the chunk must be the range it declares: what arrived of it is kept (as after a
+      // disconnect), bytes beyond it are not, and the client resumes from the Range it is told
+      const declared = range.end - range.start + 1;
+      let overrun = false;
+      try {
+        status.size = await this.write(name, uuid, upTo(body, declared), false);
+      } catch (err) {
+        if (!(err instanceof ChunkOverrun)) throw err;
+        overrun = true;
+        status.size = await this.storedSize(name, uuid);
+      }
+      if (overrun || status.size !== range.end + 1) {
+        const what = overrun ? 'more bytes than that arrived' : `${status.size - range.start} bytes arrived`;
+        throw new UploadRangeError(status.size, `the chunk declared Content-Range ${range.start}-${range.end} (${declared} bytes) but ${what}; the upload holds ${status.size} bytes: continue from there`);
+      }
       return status;
     });
   }
 
   /**
    * Completes the upload (PUT): appends the last bytes, if any, checks the content against every
-   * given digest, moves it to blobs/ and links it into the repository. On a mismatch the upload is
+   * given digest, links it into the repository and moves it to blobs/. On a mismatch the upload is
    * discarded (the client starts over, as the spec's state table says).
+   *
+   * The link comes before the move so that a completion cut short (SIGKILL) can be retried: killed
+   * before the move, the data is still in the upload; killed after it, the upload is empty and the
+   * repository already links the stored blob, which the retry then reports as done. (Linking a
+   * stored blob the repository does not link, on an empty upload, would hand any blob to whoever
+   * knows its digest; a retry never needs that.)
    */
   complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange): Promise<BlobInfo> {
     const expected = digests.map(parseVerifiableDigest);
@@ -132,12 +156,28 @@ export class UploadSessions {
       const status = await this.open(name, uuid);
       checkRange(status.size, range);
       const size = await this.write(name, uuid, body ?? [], true);
+      const done = size === 0 ? await this.completedBefore(name, expected) : undefined;
+      if (done) {
+        await this.remove(name, uuid);
+        return done;
+      }
       const digest = await this.verify(name, uuid, size, expected);
-      await this.moveToBlobs(name, uuid, digest);
       await this.blobs.link(name, digest);
+      await this.moveToBlobs(name, uuid, digest);
       await this.remove(name, uuid);
       return { digest, size };
     });
+  }
+
+  /** the blob an earlier, interrupted completion of this upload stored and linked, if that is what `expected` names */
+  private async completedBefore(name: string, expected: ReturnType<typeof parseVerifiableDigest>[]): Promise<BlobInfo | undefined> {
+    const [first] = expected;
+    if (first.algorithm !== 'sha256' || expected.some((want) => want.digest !== first.digest)) return undefined;
+    const digest = first.digest as Digest;
+    if (!(await this.blobs.isLinked(name, digest))) return undefined;
+    await this.blobs.touch([digest]); // online collection: the use is recorded before the check
+    const size = await this.blobs.storedSize(digest);
+    return size === undefined ? undefined : { digest, size };
   }
 
   cancel(name: string, uuid: string): Promise<void> {
@@ -231,6 +271,28 @@ export class UploadSessions {
 function checkRange(size: number, range: ChunkRange | undefined): void {
   if (range && range.start !== size) {
     throw new UploadRangeError(size, `chunk starts at byte ${range.start}, but the upload holds ${size} bytes: send the chunk that starts at ${size}`);
+  }
+}
+
+/** a chunk carried more bytes than its Content-Range declared */
+class ChunkOverrun extends Error {}
+
+/**
+ * the chunks of `body` up to `limit` bytes; a byte beyond them throws ChunkOverrun (those before
+ * it are written). The request stream is read by hand: leaving a for-await over it early would
+ * destroy it, and the socket with it, before the 416 is sent.
+ */
+async function* upTo(body: AsyncIterable<Buffer> | Iterable<Buffer>, limit: number): AsyncIterable<Buffer> {
+  const chunks = Symbol.asyncIterator in body ? body[Symbol.asyncIterator]() : body[Symbol.iterator]();
+  let left = limit;
+  for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+    const chunk = next.value;
+    if (chunk.length > left) {
+      if (left > 0) yield chunk.subarray(0, left);
+      throw new ChunkOverrun();
+    }
+    left -= chunk.length;
+    yield chunk;
   }
 }
 

@@ -30,6 +30,8 @@ const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
 
 /** error codes that mean "nothing at this path" (ENOTDIR: a parent is a file) */
 const MISSING = ['ENOENT', 'ENOTDIR'];
+/** putContent's attempts when its directory disappears under it */
+const WRITE_ATTEMPTS = 3;
 
 /**
  * childrenVersion vouches for a directory only when its last change (mtime, ctime) is at least
@@ -89,20 +91,26 @@ export class FilesystemDriver extends BaseDriver {
 
   protected async _putContent(path: string, data: Buffer): Promise<void> {
     const file = this.local(path);
-    const temp = join(dirname(file), `.${basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
-    try {
-      await mkdir(dirname(file), { recursive: true });
-      const fh = await open(temp, 'wx');
+    // a concurrent delete of a parent directory (a manifest DELETE racing a PUT) can remove it
+    // between mkdir and rename: the write starts again in a fresh directory
+    for (let attempt = 1; ; attempt++) {
+      const temp = join(dirname(file), `.${basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
       try {
-        await fh.writeFile(data);
-        await fh.sync(); // so a crash after the rename cannot leave an empty file behind
-      } finally {
-        await fh.close();
+        await mkdir(dirname(file), { recursive: true });
+        const fh = await open(temp, 'wx');
+        try {
+          await fh.writeFile(data);
+          await fh.sync(); // so a crash after the rename cannot leave an empty file behind
+        } finally {
+          await fh.close();
+        }
+        await rename(temp, file);
+        return;
+      } catch (err) {
+        await rm(temp, { force: true });
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT' && attempt < WRITE_ATTEMPTS) continue;
+        throw toStorageError(err, path, []);
       }
-      await rename(temp, file);
-    } catch (err) {
-      await rm(temp, { force: true });
-      throw toStorageError(err, path, []);
     }
   }
 
@@ -195,7 +203,8 @@ export class FilesystemDriver extends BaseDriver {
 
   protected async _delete(path: string): Promise<void> {
     try {
-      await rm(this.local(path), { recursive: true }); // without force: ENOENT when missing
+      // without force: ENOENT when missing; ENOTEMPTY (a file written meanwhile) is retried
+      await rm(this.local(path), { recursive: true, maxRetries: 3 });
     } catch (err) {
       throw toStorageError(err, path);
     }

@@ -38,7 +38,7 @@ export const getBlob: Handler<BlobRoute> = async (req, reply, route, services) =
   if (range === 'invalid') {
     // RFC 7233 4.4: a 416 carries the current length, so a client can ask again within it
     reply.header('content-range', `bytes */${size}`);
-    throw new RegistryError('RANGE_INVALID', `range ${JSON.stringify(req.headers.range)} is malformed or outside the blob's ${size} bytes (one range of bytes=<start>-<end> is supported)`, {
+    throw new RegistryError('RANGE_INVALID', `range ${JSON.stringify(req.headers.range)} is malformed or outside the blob's ${size} bytes (bytes=<start>-<end>, <start>- or -<last n bytes>; of several ranges the first within the blob is served)`, {
       detail: { size },
     });
   }

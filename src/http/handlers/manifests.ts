@@ -3,7 +3,8 @@ import { parseDigest } from '../../registry/digest.js';
 import { RegistryError } from '../../registry/errors.js';
 import type { Reference } from '../../registry/manifest-store.js';
 import { checkTag } from '../../registry/names.js';
-import { readSmallBody } from '../body.js';
+import { contentTypeOf, readSmallBody } from '../body.js';
+import { clientGone } from '../client-gone.js';
 import type { Handler } from '../context.js';
 import type { Route } from '../routes.js';
 import { deleteEvent, manifestEvent } from '../events.js';
@@ -53,7 +54,7 @@ export const putManifest: Handler<ManifestRoute> = async (req, reply, route, ser
     if (req.raw.httpVersionMajor < 2) reply.header('connection', 'close');
     return new RegistryError('MANIFEST_INVALID', `manifest too large: the limit is ${MANIFEST_LIMIT} bytes`, { detail: { check: 'size', limit: MANIFEST_LIMIT } });
   });
-  const manifest = await manifests.put(route.name, reference, req.headers['content-type'], body);
+  const manifest = await manifests.put(route.name, reference, contentTypeOf(req), body, clientGone(reply));
   reply
     .code(201)
     .header('location', urls.build(req, `/v2/${route.name}/manifests/${manifest.digest}`))

@@ -64,8 +64,10 @@ export const patchUpload: Handler<UploadRoute> = async (req, reply, route, servi
     const updated = await services.uploads.append(route.name, route.uuid, body, range);
     return sendUploadStatus(req, reply, services, updated, 202);
   } catch (err) {
-    if (err instanceof UploadRangeError) return sendUploadStatus(req, reply, services, { ...upload, size: err.size }, 416);
-    throw err;
+    if (!(err instanceof UploadRangeError)) throw err;
+    // bytes beyond the declared range stay unread: close the connection after the answer
+    if (!req.raw.complete && req.raw.httpVersionMajor < 2) reply.header('connection', 'close');
+    return sendUploadStatus(req, reply, services, { ...upload, size: err.size }, 416);
   }
 };
 

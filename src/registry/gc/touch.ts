@@ -10,6 +10,7 @@ import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../stor
 import type { BlobGuard } from '../blobs.js';
 import type { Digest } from '../digest.js';
 import * as layout from '../layout.js';
+import { forEach, REQUEST_IO_CONCURRENCY } from '../pool.js';
 
 export interface TouchRecord {
   /** unique per write, so two writes within the store's timestamp resolution still differ */
@@ -41,12 +42,10 @@ export class TouchingGuard implements BlobGuard {
   async touch(digests: Iterable<string>): Promise<void> {
     const now = this.now();
     const due = [...new Set(digests)].filter((digest) => now - (this.written.get(digest) ?? -Infinity) >= this.quietMs);
-    await Promise.all(
-      due.map(async (digest) => {
-        await this.driver.putContent(layout.gcTouch(digest as Digest), Buffer.from(randomUUID()));
-        this.written.set(digest, now);
-      }),
-    );
+    await forEach(due, REQUEST_IO_CONCURRENCY, async (digest) => {
+      await this.driver.putContent(layout.gcTouch(digest as Digest), Buffer.from(randomUUID()));
+      this.written.set(digest, now);
+    });
     if (this.written.size > 100_000) this.forgetOld(now);
   }
 

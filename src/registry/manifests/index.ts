@@ -34,6 +34,26 @@ function parseBody(body: Buffer): JSONObject {
   return doc;
 }
 
+/**
+ * Descriptors one manifest may list (layers, children, fsLayers together). No real image comes
+ * near: a layer store stacks at most 127 layers, multi-platform indexes list tens of images and
+ * BuildKit's cache indexes hundreds to a few thousand. Each reference costs storage reads when
+ * the manifest is checked, so a document listing tens of thousands is refused before any I/O.
+ */
+export const MAX_REFERENCES = 10_000;
+
+/** MANIFEST_INVALID when the body lists more than MAX_REFERENCES descriptors, before any is parsed */
+function checkReferenceCount(doc: JSONObject): void {
+  const fields = ['layers', 'manifests', 'fsLayers'] as const;
+  const count = fields.reduce((sum, key) => sum + (Array.isArray(doc[key]) ? (doc[key] as unknown[]).length : 0), 0);
+  if (count > MAX_REFERENCES) {
+    throw manifestInvalid('references', undefined, `the manifest lists ${count} descriptors (layers, manifests and fsLayers together); the limit is ${MAX_REFERENCES}`, {
+      references: count,
+      limit: MAX_REFERENCES,
+    });
+  }
+}
+
 function unsupported(mediaType: string, source: string): never {
   throw manifestInvalid('mediaType', source === 'Content-Type' ? undefined : 'mediaType', `unsupported manifest media type ${JSON.stringify(mediaType)} (from the ${source}); supported: ${supportedManifestMediaTypes().join(', ')}`, {
     mediaType,
@@ -74,14 +94,27 @@ function uniqueBlobs(blobs: BlobReference[]): BlobReference[] {
   return blobs.filter((blob) => !seen.has(blob.digest) && seen.add(blob.digest));
 }
 
+export interface ParseOptions {
+  /** false: first-generation manifests are refused (compatibility.schema1.enabled), before any signature is checked */
+  schema1?: boolean;
+  /** aborted when the client is gone: the costly part (signature checks) stops with its reason */
+  signal?: AbortSignal;
+}
+
 /**
  * Parse and validate a manifest body. Throws RegistryError: MANIFEST_INVALID (the detail names
  * the failed check and field), DIGEST_INVALID (a malformed digest inside the manifest),
  * MANIFEST_UNVERIFIED (signed first generation whose signatures do not hold).
  */
-export async function parseManifest(contentType: string | undefined, body: Buffer): Promise<ParsedManifest> {
+export async function parseManifest(contentType: string | undefined, body: Buffer, options: ParseOptions = {}): Promise<ParsedManifest> {
   const doc = parseBody(body);
+  checkReferenceCount(doc);
   const { format, mediaType } = chooseFormat(contentType, doc);
+  if (format === 'schema1' && options.schema1 === false) {
+    throw manifestInvalid('mediaType', undefined, `first-generation (schema1) manifests are not accepted by this registry (compatibility.schema1.enabled is false): push the image as a schema 2 or OCI manifest`, {
+      mediaType,
+    });
+  }
   let content: ManifestContent;
   let payload = body;
   switch (format) {
@@ -98,7 +131,7 @@ export async function parseManifest(contentType: string | undefined, body: Buffe
       content = parseOCIIndex(doc);
       break;
     case 'schema1':
-      ({ payload, ...content } = await parseSchema1(body, doc));
+      ({ payload, ...content } = await parseSchema1(body, doc, options.signal));
       break;
   }
   return { ...content, blobs: uniqueBlobs(content.blobs), format, mediaType, digest: sha256(payload), payload };

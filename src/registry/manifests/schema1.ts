@@ -5,6 +5,7 @@
  * signed payload back out: the first `formatLength` bytes of the body followed by `formatTail`.
  */
 import { createPublicKey } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { flattenedVerify, importJWK, type JWK } from 'jose';
 import { RegistryError } from '../errors.js';
 import { LayerMediaTypes } from './mediatypes.js';
@@ -15,6 +16,12 @@ import type { ManifestContent } from './types.js';
 /** the algorithms libtrust signs with */
 const ALGORITHMS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512'];
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
+/**
+ * Signatures checked per manifest. Real manifests carry one (docker signed with the daemon's key,
+ * Distribution with its own); each check hashes the whole payload, so 1,000 copies of one
+ * signature on a 4 MiB body cost minutes of CPU. Beyond this the manifest is refused unchecked.
+ */
+export const MAX_SIGNATURES = 4;
 
 interface SignatureBlock {
   field: string;
@@ -26,10 +33,10 @@ interface SignatureBlock {
   formatTail: Buffer;
 }
 
-function unverified(check: string, field: string | undefined, message: string): RegistryError {
+function unverified(check: string, field: string | undefined, message: string, extra: JSONObject = {}): RegistryError {
   const where = field === undefined ? '' : `${field}: `;
   return new RegistryError('MANIFEST_UNVERIFIED', `manifest failed signature verification: ${where}${message}`, {
-    detail: { check, ...(field === undefined ? {} : { field }) },
+    detail: { check, ...(field === undefined ? {} : { field }), ...extra },
   });
 }
 
@@ -79,7 +86,8 @@ function publicJWK(jwk: JSONObject, field: string): JWK {
   throw unverified('jwk', `${field}.header.jwk.kty`, `unsupported key type ${JSON.stringify(jwk.kty)}`);
 }
 
-async function verifySignature(block: SignatureBlock, payload: Buffer): Promise<void> {
+/** `encodedPayload`: the signed payload in base64url, encoded once for every signature */
+async function verifySignature(block: SignatureBlock, encodedPayload: string): Promise<void> {
   const { field, alg } = block;
   if (!ALGORITHMS.includes(alg)) throw unverified('alg', `${field}.header.alg`, `unsupported algorithm ${JSON.stringify(alg)}, expected one of ${ALGORITHMS.join(', ')}`);
   const jwk = publicJWK(block.jwk, field);
@@ -95,7 +103,7 @@ async function verifySignature(block: SignatureBlock, payload: Buffer): Promise<
     if (block.jwk.kid !== expected) throw unverified('kid', `${field}.header.jwk.kid`, `${JSON.stringify(block.jwk.kid)} does not match the key (its key ID is ${expected})`);
   }
   try {
-    await flattenedVerify({ protected: block.protected, header: { alg }, payload: payload.toString('base64url'), signature: block.signature }, key);
+    await flattenedVerify({ protected: block.protected, header: { alg }, payload: encodedPayload, signature: block.signature }, key);
   } catch (err) {
     throw unverified('signature', `${field}.signature`, `does not verify: ${(err as Error).message}`);
   }
@@ -120,11 +128,27 @@ function parsePayload(payload: Buffer): JSONObject {
   return requireObject(doc, 'payload');
 }
 
-export async function parseSchema1(body: Buffer, doc: JSONObject): Promise<ManifestContent & { payload: Buffer }> {
+/**
+ * Verifies every signature (at most MAX_SIGNATURES) and reads the signed manifest. Between two
+ * signature checks the event loop serves other requests, and an aborted `signal` (the client left)
+ * stops the work with its reason.
+ */
+export async function parseSchema1(body: Buffer, doc: JSONObject, signal?: AbortSignal): Promise<ManifestContent & { payload: Buffer }> {
   if (!Array.isArray(doc.signatures) || doc.signatures.length === 0) throw unverified('signatures', 'signatures', 'the manifest carries no signatures');
+  if (doc.signatures.length > MAX_SIGNATURES) {
+    throw unverified('signatures', 'signatures', `the manifest carries ${doc.signatures.length} signatures; this registry checks at most ${MAX_SIGNATURES} (a manifest is normally signed once)`, {
+      signatures: doc.signatures.length,
+      limit: MAX_SIGNATURES,
+    });
+  }
   const blocks = doc.signatures.map((value, i) => parseSignatureBlock(value, `signatures[${i}]`));
   const payload = signedPayload(body, blocks);
-  for (const block of blocks) await verifySignature(block, payload);
+  const encoded = payload.toString('base64url');
+  for (const block of blocks) {
+    await nextTurn();
+    signal?.throwIfAborted();
+    await verifySignature(block, encoded);
+  }
 
   // what was signed is what counts: read the manifest from the payload, not the body
   const manifest = parsePayload(payload);

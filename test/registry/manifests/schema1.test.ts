@@ -3,10 +3,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createPublicKey, sign } from 'node:crypto';
 import { parseManifest } from '../../../src/registry/manifests/index.js';
+import { MAX_SIGNATURES } from '../../../src/registry/manifests/schema1.js';
 import { libtrustKeyID } from '../../../src/crypto/libtrust-keyid.js';
 import { sha256 } from '../../../src/registry/digest.js';
 import { assertRegistryError, digestOf } from './examples.js';
-import { generateKey, signSchema1, type KeyKind, type TestKey } from './sign-schema1.js';
+import { generateKey, repeatSignature, signSchema1, type KeyKind, type TestKey } from './sign-schema1.js';
 
 const SIGNED_V1 = 'application/vnd.docker.distribution.manifest.v1+prettyjws';
 
@@ -204,4 +205,35 @@ test('a signed payload that is not JSON', async () => {
   const block = { header: { jwk: key.publicKey.export({ format: 'jwk' }), alg: 'ES256' }, signature, protected: protectedHeader };
   const body = Buffer.from(`${prefix},\n   "signatures": ${JSON.stringify([block])}\n}`);
   await assertRegistryError(() => parseManifest(SIGNED_V1, body), 'MANIFEST_INVALID', { check: 'json' }, 'signed payload is not JSON');
+});
+
+
+test(`at most ${MAX_SIGNATURES} signatures are checked: more are refused before any is verified`, async () => {
+  const { body, payload } = signSchema1(imageV1(), [{ key: keyOf('P-256'), kid: true }]);
+  assert.equal((await parseManifest(SIGNED_V1, repeatSignature(body, MAX_SIGNATURES))).digest, sha256(payload));
+  const signers = (['P-256', 'P-384', 'P-521', 'RSA'] as const).map((kind) => ({ key: keyOf(kind) }));
+  assert.equal(signers.length, MAX_SIGNATURES);
+  assert.equal((await parseManifest(SIGNED_V1, signSchema1(imageV1(), signers).body)).format, 'schema1');
+  for (const n of [MAX_SIGNATURES + 1, 1000]) {
+    await assertRegistryError(() => parseManifest(SIGNED_V1, repeatSignature(body, n)), 'MANIFEST_UNVERIFIED', { check: 'signatures', field: 'signatures', signatures: n, limit: MAX_SIGNATURES }, `carries ${n} signatures`);
+  }
+});
+
+test('an aborted signal stops the signature checks with its reason', async () => {
+  const { body } = signSchema1(imageV1(), [{ key: keyOf('P-256') }, { key: keyOf('RSA') }]);
+  const reason = new Error('client gone');
+  await assert.rejects(parseManifest(SIGNED_V1, body, { signal: AbortSignal.abort(reason) }), (err) => err === reason);
+  // aborted while the first signature is being checked: the second is not
+  const controller = new AbortController();
+  const parsing = parseManifest(SIGNED_V1, body, { signal: controller.signal });
+  controller.abort(reason);
+  await assert.rejects(parsing, (err) => err === reason);
+});
+
+test('schema1: false (compatibility.schema1.enabled) refuses first-generation manifests as MANIFEST_INVALID', async () => {
+  const { body } = signSchema1(imageV1(), [{ key: keyOf('P-256') }]);
+  for (const type of [SIGNED_V1, 'application/vnd.docker.distribution.manifest.v1+json', undefined]) {
+    await assertRegistryError(() => parseManifest(type, body, { schema1: false }), 'MANIFEST_INVALID', { check: 'mediaType' }, 'compatibility.schema1.enabled');
+  }
+  assert.equal((await parseManifest(SIGNED_V1, body, { schema1: true })).format, 'schema1');
 });

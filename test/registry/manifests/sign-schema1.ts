@@ -76,3 +76,11 @@ export function signSchema1(manifest: object, signers: Signer[]): SignedManifest
   const body = Buffer.concat([payload.subarray(0, formatLength), Buffer.from(`,\n${indent}"signatures": ${signaturesJSON}\n}`)]);
   return { body, payload };
 }
+
+/** `body` with its first signature repeated `n` times (the signed payload, cut before them, is unchanged) */
+export function repeatSignature(body: Buffer, n: number): Buffer<ArrayBuffer> {
+  const doc = JSON.parse(body.toString());
+  const { formatLength } = JSON.parse(Buffer.from(doc.signatures[0].protected, 'base64url').toString());
+  return Buffer.concat([body.subarray(0, formatLength), Buffer.from(`,"signatures":${JSON.stringify(Array(n).fill(doc.signatures[0]))}}`)]);
+}
+
