@@ -180,12 +180,18 @@ export class S3Driver extends BaseDriver {
     const info = await this.bucket.head(src);
     if (info === undefined) throw new PathNotFoundError(src, NAME);
     if (src === dst) return;
-    if (info.size <= this.options.multipartcopythresholdsize) {
-      await this.bucket.send(`CopyObject ${src} -> ${dst}`, () =>
-        this.client.send(new CopyObjectCommand({ Bucket: this.bucket.name, Key: this.key(dst), CopySource: this.bucket.copySource(src), ...this.bucket.writeParams })),
-      );
-    } else {
-      await this.multipart.copy(src, dst, info.size, this.options.multipartcopychunksize, this.options.multipartcopymaxconcurrency);
+    try {
+      if (info.size <= this.options.multipartcopythresholdsize) {
+        await this.bucket.send(`CopyObject ${src} -> ${dst}`, () =>
+          this.client.send(new CopyObjectCommand({ Bucket: this.bucket.name, Key: this.key(dst), CopySource: this.bucket.copySource(src), ...this.bucket.writeParams })),
+        );
+      } else {
+        await this.multipart.copy(src, dst, info.size, this.options.multipartcopychunksize, this.options.multipartcopymaxconcurrency);
+      }
+    } catch (err) {
+      // the source went between the HEAD and the copy (another instance moved or deleted it)
+      if (httpStatus((err as { cause?: unknown }).cause ?? err) === 404 || httpStatus(err) === 404) throw new PathNotFoundError(src, NAME);
+      throw err;
     }
     await this.bucket.deleteObject(src);
   }

@@ -385,7 +385,11 @@ describe('uploads on disk', () => {
       assert.equal(res.status, 201);
     }
     const hex = blob.digest.slice(7);
-    assert.deepEqual(await readdir(join(v2(), 'blobs/sha256', hex.slice(0, 2))), [hex]);
+    // the prefix directory may hold other tests' blobs: only blob directories, and this one holds its data alone
+    const names = await readdir(join(v2(), 'blobs/sha256', hex.slice(0, 2)));
+    assert.deepEqual(names.filter((n) => !/^[0-9a-f]{64}$/.test(n)), [], 'no stray files beside the blobs');
+    assert.ok(names.includes(hex));
+    assert.deepEqual(await readdir(join(v2(), 'blobs/sha256', hex.slice(0, 2), hex)), ['data']);
   });
 
   it('a cancelled upload leaves no data behind', async () => {
