@@ -100,6 +100,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const stored = new StoredContent(blobs, manifests, tags);
   const core = { driver, blobs, uploads, manifests, tags, logger };
   const content = enabled.reduce((inner, parts) => parts.contentSource?.(core, inner) ?? inner, stored as ContentSource);
+  await driver.ready?.(); // e.g. the S3 bucket exists: fail at start, not on the first push
   const secret = await uploadSecret(config.http.secret, driver, { readOnly: config.storage.maintenance.readonly.enabled, logger });
   const prefix = normalisePrefix(config.http.prefix);
   const sharedLimiter = enabled.find((parts) => parts.rateLimiter)?.rateLimiter;
@@ -144,7 +145,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     scheduler,
     async listen(address) {
       const { host, port } = address ?? parseAddr(config.http.addr);
-      await driver.ready?.(); // e.g. the S3 bucket exists: fail at start, not on the first push
       // Fastify's own listen() logs a line per interface; the banner below is the one line
       await server.ready();
       await bind(server.server, host, port, address ? 'the address given' : 'http.addr');

@@ -11,15 +11,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { Figures } from '../features/feature.js';
 import type { Readiness } from '../health/readiness.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { Metrics } from './prometheus.js';
 
 export interface DebugOptions {
   readiness: Readiness;
-  /** the features' figures, each section under its name */
-  figures: () => Figures;
+  /** the features' figures, each section under its name (features/feature.ts, Figures) */
+  figures: () => Record<string, Record<string, number>>;
   notifier: Notifier;
   metrics?: { instance: Metrics; path: string };
   logger: Logger;

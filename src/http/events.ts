@@ -7,7 +7,8 @@ import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { grantOf } from './grants.js';
 import { firstValue } from './headers.js';
-import { manifestReferences, type ActorRecord, type EventAction, type EventTarget, type RequestRecord } from '../notifications/events.js';
+import type { ActorRecord, EventAction, EventTarget, RequestRecord } from '../notifications/events.js';
+import { manifestReferences } from '../registry/manifests/index.js';
 import type { Services } from './context.js';
 
 /** the media type Distribution reports for blob events */

@@ -2,6 +2,7 @@
  * The secret that signs upload URLs. Configured (http.secret), or else generated once and kept in
  * storage, so a restart does not break the uploads in flight and every instance on the same
  * storage accepts the others' URLs without configuration (Distribution generates one per process).
+ * The caller has checked that the storage is ready (a missing bucket is reported as such).
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -14,7 +15,6 @@ export async function uploadSecret(
   options: { readOnly: boolean; logger: Pick<Logger, 'info'> },
 ): Promise<string> {
   if (configured !== undefined) return configured;
-  await driver.ready?.(); // a missing bucket is reported as such, not as a failed read
   const stored = await unlessMissing(driver.getContent(layout.UPLOAD_SECRET));
   if (stored && stored.length > 0) return stored.toString();
   const generated = randomBytes(32).toString('base64url');

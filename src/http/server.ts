@@ -151,8 +151,10 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
  * prefixes the repository is the one under that host's prefix (proxy/mirrors.ts)
  */
 function inNamespace(route: Route | undefined, req: FastifyRequest, services: Services): Route | undefined {
-  const ns = services.options.withNamespace && route && 'name' in route ? queryValue(req, 'ns') : undefined;
-  const name = ns !== undefined && route && 'name' in route ? services.options.withNamespace!(route.name, ns) : undefined;
+  const { withNamespace } = services.options;
+  const ns = withNamespace && route && 'name' in route ? queryValue(req, 'ns') : undefined;
+  if (ns === undefined || !route || !('name' in route)) return route;
+  const name = withNamespace!(route.name, ns);
   return name !== undefined && isRepositoryName(name) ? ({ ...route, name } as Route) : route;
 }
 

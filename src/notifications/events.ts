@@ -2,7 +2,6 @@
  * Event records (spec 6.4) and the narrow interface through which the HTTP edge reports what
  * happened. Emitting never blocks and never fails the request that caused the event.
  */
-import { referencesOf, type ReferenceDescriptor } from '../registry/manifests/index.js';
 
 /** the media type of an envelope `{"events": [...]}` (spec 6.3) */
 export const EVENTS_MEDIA_TYPE = 'application/vnd.registry.distribution.events.v2+json';
@@ -21,7 +20,7 @@ export interface EventTarget {
   url?: string;
   tag?: string;
   /** descriptors the manifest references (only with notifications.events.includereferences) */
-  references?: ReferenceDescriptor[];
+  references?: { mediaType?: string; digest: string; size?: number }[];
 }
 
 export interface RequestRecord {
@@ -67,12 +66,3 @@ export interface EventSink {
 
 /** the sink of a registry without notification endpoints */
 export const NO_EVENTS: EventSink = { emit() {}, active: false };
-
-/**
- * The descriptors a manifest references, as Distribution lists them in events: an index's or
- * list's children, an image's config and layers (not its subject). Unreadable content yields none.
- */
-export function manifestReferences(content: Buffer): ReferenceDescriptor[] {
-  const { manifests, config, layers } = referencesOf(content);
-  return [...manifests, ...(config ? [config] : []), ...layers];
-}

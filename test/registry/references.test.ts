@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { referencesOf } from '../../src/registry/manifests/index.js';
-import { manifestReferences } from '../../src/notifications/events.js';
+import { manifestReferences } from '../../src/registry/manifests/index.js';
 import { buildxIndex, digestOf, dockerImage, dockerManifestList, notationSignature, ociImage, toBody } from './manifests/examples.js';
 
 const strip = ({ mediaType, digest, size }: { mediaType: string; digest: string; size?: number }) => ({ mediaType, digest, ...(size !== undefined && { size }) });

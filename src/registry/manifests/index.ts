@@ -14,7 +14,7 @@ import type { BlobReference, ManifestContent, ParsedManifest } from './types.js'
 
 export type { BlobReference, Descriptor, ManifestContent, ParsedManifest, Platform } from './types.js';
 export { checkLayerURLs, type LayerURLPolicy } from './layer-urls.js';
-export { referencesOf, type ManifestReferences, type ReferenceDescriptor } from './references.js';
+export { manifestReferences, referencesOf, type ManifestReferences, type ReferenceDescriptor } from './references.js';
 export { LayerMediaTypes, MediaTypes, manifestFormat, mediaTypeEssence, mediaTypesOf, supportedManifestMediaTypes, type ManifestFormat } from './mediatypes.js';
 
 function parseBody(body: Buffer): JSONObject {

@@ -62,3 +62,12 @@ function descriptor(value: unknown): ReferenceDescriptor | undefined {
     ...(typeof value.size === 'number' && { size: value.size }),
   };
 }
+
+/**
+ * The descriptors a manifest references, as Distribution lists them in events: an index's or
+ * list's children, an image's config and layers (not its subject). Unreadable content yields none.
+ */
+export function manifestReferences(content: Buffer): ReferenceDescriptor[] {
+  const { manifests, config, layers } = referencesOf(content);
+  return [...manifests, ...(config ? [config] : []), ...layers];
+}
