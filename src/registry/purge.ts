@@ -51,8 +51,8 @@ export async function purgeUploads(driver: StorageDriver, olderThan: Date, dryRu
       if (base === '_layers' || base === '_manifests') return 'skip';
       if (base !== '_uploads') return;
       for (const upload of await driver.list(info.path)) {
-        const startedAt = await readStartedAt(driver, `${upload}/startedat`);
-        if (startedAt === undefined || startedAt < olderThan) expired.push(upload);
+        const startedAt = (await readStartedAt(driver, `${upload}/startedat`)) ?? (await modifiedAt(driver, `${upload}/data`)) ?? (await modifiedAt(driver, upload));
+        if (startedAt !== undefined && startedAt < olderThan) expired.push(upload);
       }
       return 'skip';
     });
@@ -71,9 +71,18 @@ export async function purgeUploads(driver: StorageDriver, olderThan: Date, dryRu
   return result;
 }
 
-/** the upload's start time; undefined for a missing or unreadable file (a broken upload, purged too) */
+/** the upload's start time; undefined for a missing or unreadable file */
 async function readStartedAt(driver: StorageDriver, path: string): Promise<Date | undefined> {
   const content = await unlessMissing(driver.getContent(path));
   const date = new Date(content?.toString().trim() ?? NaN);
   return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+/**
+ * When an upload has no readable `startedat`, the time of its data (or of its directory: S3 has no
+ * directory times and answers now) decides: a broken upload is purged once it is old, but one whose
+ * POST is writing `startedat` right now is left alone.
+ */
+async function modifiedAt(driver: StorageDriver, path: string): Promise<Date | undefined> {
+  return (await unlessMissing(driver.stat(path)))?.modTime;
 }

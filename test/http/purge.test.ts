@@ -1,6 +1,6 @@
 /** Uploads older than storage.maintenance.uploadpurging.age are purged and answer 404 (spec 3.1, timeout row). */
 import assert from 'node:assert/strict';
-import { access, readdir, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { purgeUploads } from '../../src/registry/purge.js';
@@ -95,6 +95,25 @@ describe('upload purging', () => {
       // by the clock, the young upload is now two hours old too
       await entriesBecome(dir, 0, 'the next run to purge both');
       await access(join(registry.root!, 'docker/registry/v2/repositories/timed'));
+    } finally {
+      await registry.stop();
+    }
+  });
+
+  it('an upload without startedat is judged by its data time: young (a POST still writing) stays, old goes', async () => {
+    const registry = await startBerth();
+    try {
+      const young = join(uploadsDir(registry, 'half/written'), 'a-post-in-flight');
+      const old = join(uploadsDir(registry, 'half/written'), 'broken-long-ago');
+      for (const dir of [young, old]) {
+        await mkdir(dir, { recursive: true });
+        await writeFile(join(dir, 'data'), 'abc');
+      }
+      const longAgo = new Date(Date.now() - 2 * HOUR);
+      await utimes(join(old, 'data'), longAgo, longAgo);
+      const result = await purgeUploads(registry.app.driver, new Date(Date.now() - HOUR), false);
+      assert.deepEqual(result.purged.map((dir) => dir.split('/').pop()), ['broken-long-ago']);
+      assert.deepEqual(await readdir(uploadsDir(registry, 'half/written')), ['a-post-in-flight']);
     } finally {
       await registry.stop();
     }
