@@ -1,34 +1,24 @@
 /**
- * docker (Debian's docker.io: dockerd and the docker CLI) against berth. A private dockerd (own
- * data root, exec root and socket; vfs storage; no bridge, no iptables; it starts its own
- * containerd) pulls and pushes; no container is ever started, so no runtime is involved.
- * docker treats registries on 127.0.0.0/8 as insecure (plain HTTP) by default.
+ * docker (Debian's docker.io: dockerd and the docker CLI) against berth. A private dockerd
+ * (test/helpers/dockerd.ts) pulls and pushes; no container is ever started.
  *
  * Pull of a multi-platform OCI index (docker picks linux/amd64 and unpacks it), push into another
  * repository (layers mounted; docker 20.10 writes a docker schema 2 manifest), pull back by digest,
  * and `docker import` + push of an image whose layer docker compresses itself.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { sha256 } from '../helpers/blobs.js';
 import { buildClientImage, pushClientImage, tarHeader, type ClientImage } from '../helpers/client-images.js';
-import { killPid, spawnLogged, type LoggedProcess } from '../helpers/processes.js';
+import { startDockerd, type Dockerd } from '../helpers/dockerd.js';
 import { assertTool, needTools } from '../helpers/tools.js';
-
-const execFileP = promisify(execFile);
-/** Debian's CLI when installed (another `docker` may come first on PATH) */
-const DOCKER = existsSync('/usr/bin/docker') ? '/usr/bin/docker' : 'docker';
 
 interface Exchange {
   method: string;
@@ -46,19 +36,11 @@ describe('docker (dockerd + CLI) against berth', needTools(['dockerd', 'docker']
   let registry: TestRegistry;
   let host: string;
   let work: string;
-  let daemon: LoggedProcess | undefined;
-  let socket: string;
+  let daemon: Dockerd | undefined;
   let requests: Exchange[];
   let image: ClientImage;
 
-  const docker = async (...args: string[]): Promise<string> => {
-    try {
-      return (await execFileP(DOCKER, ['--host', `unix://${socket}`, ...args], { timeout: 180_000, maxBuffer: 16 * 1024 * 1024 })).stdout.trim();
-    } catch (err) {
-      const e = err as Error & { stderr?: string };
-      throw new Error(`docker ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}\n--- dockerd ---\n${daemon?.logs().slice(-4000) ?? ''}`);
-    }
-  };
+  const docker = (...args: string[]): Promise<string> => daemon!.docker(...args);
 
   const manifest = async (repo: string, reference: string): Promise<{ digest: string; json: Manifest }> => {
     const res = await fetch(`${registry.url}/v2/${repo}/manifests/${reference}`, {
@@ -70,7 +52,6 @@ describe('docker (dockerd + CLI) against berth', needTools(['dockerd', 'docker']
 
   before(async () => {
     assertTool('dockerd', 'the docker end-to-end test');
-    assertTool(DOCKER, 'the docker end-to-end test');
     registry = await startBerth();
     host = new URL(registry.url).host;
     requests = [];
@@ -88,36 +69,10 @@ describe('docker (dockerd + CLI) against berth', needTools(['dockerd', 'docker']
     });
     await pushClientImage(registry.url, 'docker/src', image, 'v1');
 
-    socket = join(work, 'docker.sock');
-    daemon = await spawnLogged(
-      'dockerd',
-      [
-        '--data-root', join(work, 'data'),
-        '--exec-root', join(work, 'exec'),
-        '--pidfile', join(work, 'dockerd.pid'),
-        '--host', `unix://${socket}`,
-        '--bridge', 'none',
-        '--iptables=false',
-        '--ip6tables=false',
-        '--storage-driver', 'vfs',
-      ],
-      { label: 'dockerd' },
-    );
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      try {
-        await execFileP(DOCKER, ['--host', `unix://${socket}`, 'version'], { timeout: 5000 });
-        break;
-      } catch (err) {
-        if (daemon.hasExited() || Date.now() > deadline) throw new Error(`dockerd did not start: ${(err as Error).message}\n${daemon.logs().slice(-4000)}`);
-        await sleep(200);
-      }
-    }
+    daemon = await startDockerd(work);
   });
   after(async () => {
-    if (daemon) await killPid(daemon, { graceMs: 15_000 });
-    // dockerd makes its data root a mount point; a clean shutdown removes it, a killed one may not
-    if (work) await execFileP('umount', [join(work, 'data')]).catch(() => undefined);
+    await daemon?.stop();
     await registry?.stop();
     if (work) await rm(work, { recursive: true, force: true });
   });

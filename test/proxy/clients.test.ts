@@ -1,7 +1,10 @@
 /**
  * Real clients pulling through berth as their mirror: containerd with a hosts.toml mirror (it
- * sends `?ns=<host>`, which routes to the upstream mirrored for that host) and podman with a
- * `[[registry.mirror]]` entry pointing at a mirror prefix. Each pulls a multi-platform index and
+ * sends `?ns=<host>`, which routes to the upstream mirrored for that host), podman with a
+ * `[[registry.mirror]]` entry pointing at a mirror prefix, and dockerd with `--registry-mirror`
+ * (docker mirrors only Docker Hub: the mirror, a berth with Distribution's single `remoteurl`,
+ * answers for docker.io's `library/` images from a local upstream, and nothing reaches the
+ * internet). Each pulls a multi-platform index and
  * a 20-layer image; the bytes are compared with the upstream's, and the mirror's request log
  * shows the pulls went through it.
  */
@@ -17,6 +20,7 @@ import { promisify } from 'node:util';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { blobPath, buildClientImage, pushClientImage, type ClientImage } from '../helpers/client-images.js';
 import { killPid, spawnLogged, type LoggedProcess } from '../helpers/processes.js';
+import { startDockerd } from '../helpers/dockerd.js';
 import { assertTool, needTools } from '../helpers/tools.js';
 
 const execFileP = promisify(execFile);
@@ -26,7 +30,7 @@ const PLATFORMS = [
 ];
 const TWENTY_LAYERS = Array.from({ length: 20 }, (_, i) => 4_000 + i * 500);
 
-describe('clients pulling through berth as a mirror', needTools(['containerd', 'ctr', 'podman'], 'the mirror client tests'), () => {
+describe('clients pulling through berth as a mirror', needTools(['containerd', 'ctr', 'podman', 'dockerd'], 'the mirror client tests'), () => {
   let work: string;
   let upstream: TestRegistry;
   let mirror: TestRegistry;
@@ -37,7 +41,7 @@ describe('clients pulling through berth as a mirror', needTools(['containerd', '
   let layered: ClientImage;
 
   before(async () => {
-    for (const tool of ['containerd', 'ctr', 'podman']) assertTool(tool, 'the mirror client tests');
+    for (const tool of ['containerd', 'ctr', 'podman', 'dockerd']) assertTool(tool, 'the mirror client tests');
     work = await mkdtemp(join(tmpdir(), 'berth-mirror-clients-'));
     upstream = await startBerth();
     upstreamHost = new URL(upstream.url).host;
@@ -45,6 +49,9 @@ describe('clients pulling through berth as a mirror', needTools(['containerd', '
     layered = await buildClientImage(join(work, 'layered'), { format: 'dir', layers: TWENTY_LAYERS });
     await pushClientImage(upstream.url, 'clients/index', index, 'v1');
     await pushClientImage(upstream.url, 'clients/layered', layered, 'v1');
+    // what docker asks a Docker Hub mirror for: docker.io/NAME is library/NAME
+    await pushClientImage(upstream.url, 'library/berth-index', index, 'v1');
+    await pushClientImage(upstream.url, 'library/berth-layered', layered, 'v1');
     mirror = await startBerth({ proxy: { upstreams: [{ prefix: 'up', remoteurl: upstream.url }] } });
     mirrorHost = new URL(mirror.url).host;
     mirror.app.server.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
@@ -134,5 +141,38 @@ describe('clients pulling through berth as a mirror', needTools(['containerd', '
     for (const blob of [armManifest.config, ...armManifest.layers]) assert.ok(through.includes(`GET /v2/up/clients/index/blobs/${blob.digest} 200`), blob.digest);
     const layers = through.filter((line) => line.startsWith('GET /v2/up/clients/layered/blobs/') && line.endsWith(' 200'));
     assert.equal(layers.length, layered.blobs.size, `every blob of the 20-layer image through the mirror:\n${through.join('\n')}`);
+  });
+
+  it('dockerd with --registry-mirror: pulls the index and the 20-layer image of "Docker Hub" through a remoteurl mirror', async () => {
+    const hub = await startBerth({ proxy: { remoteurl: upstream.url } });
+    const hubSeen: string[] = [];
+    hub.app.server.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      res.on('finish', () => hubSeen.push(`${req.method} ${req.url} ${res.statusCode}`));
+    });
+    const dir = join(work, 'dockerd');
+    await mkdir(dir, { recursive: true });
+    const daemon = await startDockerd(dir, ['--registry-mirror', hub.url]);
+    try {
+      await daemon.docker('pull', '--quiet', 'berth-index:v1');
+      await daemon.docker('pull', '--quiet', 'berth-layered:v1');
+      const inspect = async (ref: string) => JSON.parse(await daemon.docker('image', 'inspect', ref))[0] as { Id: string; RepoDigests: string[]; RootFS: { Layers: string[] } };
+      const amd64 = index.manifests.find((m) => m.platform?.architecture === 'amd64')!;
+      const pulledIndex = await inspect('berth-index:v1');
+      assert.equal(pulledIndex.Id, amd64.config.digest);
+      assert.deepEqual(pulledIndex.RepoDigests, [`berth-index@${index.digest}`]);
+      const pulledLayered = await inspect('berth-layered:v1');
+      assert.equal(pulledLayered.RootFS.Layers.length, 20, 'every layer unpacked');
+      assert.deepEqual(pulledLayered.RepoDigests, [`berth-layered@${layered.digest}`]);
+      const layers = hubSeen.filter((line) => line.startsWith('GET /v2/library/berth-layered/blobs/') && line.endsWith(' 200'));
+      assert.equal(layers.length, layered.blobs.size, `every blob of the 20-layer image through the mirror:\n${hubSeen.join('\n')}`);
+      for (const [digest, bytes] of await contentOf(layered)) {
+        const kind = digest === layered.digest ? 'manifests' : 'blobs';
+        const res = await fetch(`${hub.url}/v2/library/berth-layered/${kind}/${digest}`);
+        assert.ok(Buffer.from(await res.arrayBuffer()).equals(bytes), `the mirror holds ${digest} as upstream`);
+      }
+    } finally {
+      await daemon.stop();
+      await hub.stop();
+    }
   });
 });
