@@ -6,6 +6,7 @@
  * - Manifest by tag: the upstream is asked for the tag's digest (HEAD); the cached copy is served
  *   when it is the same, else the new one is fetched by digest, verified and stored. When the
  *   upstream does not answer in time, fails or refuses, the cached copy is served; its 404 is a 404.
+ *   Concurrent pulls of one uncached manifest share one fetch.
  * - Manifest by digest, blob: storage first (content-addressed, never stale), else the upstream.
  * - Blob stat (HEAD, and before a GET): storage, the fetch under way, or the upstream's HEAD; a blob
  *   stored for another repository is linked once the upstream confirmed this one has it.
@@ -39,6 +40,8 @@ export interface CacheTimeouts {
 
 export class PullThroughCache implements ContentSource {
   private readonly accept = supportedManifestMediaTypes().join(', ');
+  /** manifest fetches under way, by repository and tag or digest: concurrent pulls share one */
+  private readonly manifestFetches = new Map<string, Promise<StoredManifest>>();
 
   constructor(
     private readonly upstream: Upstream,
@@ -137,8 +140,17 @@ export class PullThroughCache implements ContentSource {
     return isDigest(digest) ? digest : undefined;
   }
 
-  /** fetches, verifies and stores a manifest (`ref` a digest, or a tag when the upstream named no digest) */
-  private async fetchManifest(name: string, ref: string, reference: Reference): Promise<StoredManifest> {
+  /** fetches, verifies and stores a manifest (`ref` a digest, or a tag when the upstream named no digest); one fetch for concurrent pulls */
+  private fetchManifest(name: string, ref: string, reference: Reference): Promise<StoredManifest> {
+    const key = `${name}\n${'tag' in reference ? `tag ${reference.tag}` : reference.digest}\n${ref}`;
+    const underway = this.manifestFetches.get(key);
+    if (underway) return underway;
+    const fetching = this.fetchAndStoreManifest(name, ref, reference).finally(() => this.manifestFetches.delete(key));
+    this.manifestFetches.set(key, fetching);
+    return fetching;
+  }
+
+  private async fetchAndStoreManifest(name: string, ref: string, reference: Reference): Promise<StoredManifest> {
     const res = await this.upstream.request({
       method: 'GET',
       repository: name,

@@ -160,6 +160,13 @@ describe('pull-through cache of a basic-auth upstream', needTool('/usr/bin/docke
     assert.equal(sha256(await readFile(blobFile(mirror.root!, blob.digest))), blob.digest, 'cached whole');
   });
 
+  it('fetches a manifest pulled by ten clients at once from the upstream once', async () => {
+    const image = await pushImageOK(pusher.url, 'library/popular', buildImage('docker-v2', { layers: 1, layerSize: 1000 }), 'v1');
+    const pulls = await Promise.all(Array.from({ length: 10 }, () => fetch(`${mirror.url}/v2/library/popular/manifests/v1`, { headers: { accept: image.mediaType } }).then(bytes)));
+    for (const pulled of pulls) assert.ok(pulled.equals(image.body));
+    assert.equal(relay.count(/^GET \/v2\/library\/popular\/manifests\//), 1, 'one upstream GET');
+  });
+
   it('keeps fetching for the others when a client disconnects', async () => {
     const blob = randomBlob(8 * MiB);
     assert.equal((await pushBlob(pusher.url, 'library/leaver', blob.data, blob.digest)).status, 201);
