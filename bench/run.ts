@@ -14,7 +14,8 @@
  *   BENCH_QUICK=1          a short smoke run (small blobs, 1 s autocannon runs, one round)
  *   BENCH_ONLY=a,b         only the scenarios whose id starts with one of these (e.g. push,skopeo;
  *                          s3 for every S3 row, catalog-last for the deep catalog page, gc for
- *                          the offline garbage collection of a 3,000-repository root)
+ *                          the offline garbage collection of a 3,000-repository root, proxy for
+ *                          the pull-through cache rows)
  *   BENCH_CPU_PROFILE=DIR  run berth with node --cpu-prof, writing the profile into DIR on exit
  *                          (bench/profile-top.ts summarises it)
  *   BENCH_BERTH=tsx       run berth from src/ through tsx instead of compiling it first
@@ -37,6 +38,7 @@ import { toolAvailable } from '../test/helpers/tools.js';
 import { linkBlob, PULL_REPO, smallImage, writeBlobFile, writeSmallFixtures } from './lib/fixtures.js';
 import { measureGc, type GcRow } from './lib/gc.js';
 import { measureLimits } from './lib/limits.js';
+import { PROXY_ROW_IDS, proxyScenarios, startProxyPair, type ProxySettings } from './lib/proxy.js';
 import { measure, settle } from './lib/process-stats.js';
 import { buildBerth, distributionVersion, filesystemBackend, s3Backend, S3_CHUNK_SIZE, startBerth, startDistribution, type Backend, type Registry, type RegistryName } from './lib/registries.js';
 import { renderMarkdown, renderSvg, toJSON, writeChart, type Machine, type Report, type S3Part, type ScenarioResult } from './lib/report.js';
@@ -230,6 +232,31 @@ async function main(): Promise<number> {
       // the S3 phase needs neither the roots nor their page cache
       await run('rm', ['-rf', roots.berth, roots.distribution, join(work, 'pull-fixtures')]).catch(() => undefined);
       log(`filesystem registries stopped and their roots removed in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    }
+
+    // ---- pull-through cache: both registries as mirrors of a third, caches on the filesystem
+    const proxyWanted = PROXY_ROW_IDS.filter(wanted);
+    if (proxyWanted.length > 0) {
+      const rounds = settings.blobRounds;
+      log(`pull-through cache: writing ${rounds} rounds of content for the upstream`);
+      const images = [];
+      for (let round = 0; round < rounds; round++) images.push(await writeOCILayout(join(work, `proxy-layout-${round}`), { layerSizes }));
+      const proxySettings: ProxySettings = {
+        images,
+        imageBytes: await imageBytes(images[0].dir, images[0].blobDigests),
+        blobs: Array.from({ length: rounds }, () => new PatternBlob(settings.big)),
+        work,
+      };
+      const pair = await startProxyPair(proxySettings, cli, fromSource);
+      try {
+        log(`pull-through cache: upstream ${pair.upstream.url}, berth mirror ${pair.mirrors.berth.url}, Distribution mirror ${pair.mirrors.distribution.url}`);
+        for (const scenario of proxyScenarios(proxySettings).filter((s) => wanted(s.id))) {
+          log(`${scenario.id}: ${scenario.title}`);
+          results.push(await runScenario(scenario, pair.mirrors));
+        }
+      } finally {
+        await pair.stop();
+      }
     }
 
     // ---- S3 storage: both registries on one bucket of a throw-away Ceph radosgw

@@ -71,6 +71,8 @@ export interface StartOptions {
   cpuProfileDir?: string;
   /** run src/ through tsx (as the tests do) instead of the compiled JavaScript */
   fromSource?: boolean;
+  /** more top-level configuration (e.g. `proxy`) */
+  config?: Record<string, unknown>;
 }
 
 /**
@@ -111,6 +113,7 @@ export async function startBerth(backend: Backend, cli: string | undefined, opti
           log: { level: 'warn', accesslog: { disabled: true } },
           storage: { ...backend.storage, delete: { enabled: true }, maintenance: { uploadpurging: { enabled: false }, ...recordPulls() } },
           http: { addr: `127.0.0.1:${port}`, secret: 'berth-bench-secret' },
+          ...options.config,
         }),
       );
       const proc = await spawnLogged(process.execPath, [...args, 'serve', configFile], {
@@ -146,7 +149,8 @@ export async function startBerth(backend: Backend, cli: string | undefined, opti
   throw lastError;
 }
 
-export async function startDistribution(backend: Backend): Promise<Registry> {
+/** `config`: more top-level configuration (e.g. `proxy`) */
+export async function startDistribution(backend: Backend, config: Record<string, unknown> = {}): Promise<Registry> {
   const fs = backend.storage.filesystem as { rootdirectory: string } | undefined;
   // startReferenceRegistry runs it without the CA-bundle variables (its S3 driver fails on an
   // AWS_CA_BUNDLE it cannot read) and without REGISTRY_* variables
@@ -155,6 +159,7 @@ export async function startDistribution(backend: Backend): Promise<Registry> {
     config: {
       log: { level: 'warn', accesslog: { disabled: true } },
       storage: { ...(fs ? {} : { filesystem: undefined }), ...backend.storage },
+      ...config,
     },
   });
   return {

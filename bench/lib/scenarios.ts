@@ -63,7 +63,7 @@ export interface BlobSettings {
 const idFor = (storage: Storage | undefined, id: string) => (storage === 's3' ? `s3-${id}` : id);
 const onStorage = (storage: Storage | undefined) => (storage === 's3' ? ' on S3' : '');
 
-const mibps = (bytes: number, ms: number) => bytes / MiB / (ms / 1000);
+export const mibps = (bytes: number, ms: number) => bytes / MiB / (ms / 1000);
 
 function pushScenario(id: string, title: string, settings: BlobSettings, push: (reg: Registry, repo: string) => Promise<void>): Scenario {
   const repo = (round: number) => `bench/push/${id}-r${round}`;
@@ -388,7 +388,7 @@ export interface SkopeoSettings {
   work: string;
 }
 
-const skopeo = (...args: string[]) => run('skopeo', args, { timeout: 600_000, maxBuffer: 16 * MiB });
+export const skopeo = (...args: string[]) => run('skopeo', args, { timeout: 600_000, maxBuffer: 16 * MiB });
 const imageDigests = (image: LayoutImage) => [...image.blobDigests, image.manifestDigest];
 
 export function skopeoScenarios(settings: SkopeoSettings): Scenario[] {
