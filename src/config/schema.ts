@@ -207,7 +207,8 @@ const storage = z
             /** how long a blob's upload or last use keeps it; must exceed the longest request */
             delay: duration.prefault('1h'),
             dryrun: bool.default(false),
-            deleteuntagged: notYet('deleting untagged manifests online (storage.maintenance.gc.deleteuntagged; berth garbage-collect --delete-untagged does it offline)'),
+            /** also delete manifests no tag reaches once they are older than the delay (src/registry/gc/untagged.ts) */
+            deleteuntagged: bool.default(false),
           })
           .prefault({}),
         retention: retention.optional(),

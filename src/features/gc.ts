@@ -6,7 +6,7 @@
 import type { Feature, FeatureParts } from './feature.js';
 
 interface GcConfig {
-  storage: { maintenance: { readonly: { enabled: boolean }; gc: { enabled: boolean; interval: number; delay: number; dryrun: boolean } } };
+  storage: { maintenance: { readonly: { enabled: boolean }; gc: { enabled: boolean; interval: number; delay: number; dryrun: boolean; deleteuntagged: boolean } } };
 }
 
 export const gcFeature: Feature<GcConfig> = {
@@ -16,7 +16,7 @@ export const gcFeature: Feature<GcConfig> = {
     const settings = config.storage.maintenance.gc;
     const { TouchingGuard } = await import('../registry/gc/touch.js');
     const { collectionTask } = await import('../registry/gc/task.js');
-    const last = { runs: 0, lastDurationSeconds: 0, lastBlobsFreed: 0, lastBytesFreed: 0, lastBlobsTrashed: 0, lastBytesTrashed: 0, lastBlobsRestored: 0, lastFinishedSeconds: 0 };
+    const last = { runs: 0, lastDurationSeconds: 0, lastBlobsFreed: 0, lastBytesFreed: 0, lastBlobsTrashed: 0, lastBytesTrashed: 0, lastBlobsRestored: 0, lastManifestsDeleted: 0, lastManifestsRestored: 0, lastFinishedSeconds: 0 };
     const parts: FeatureParts = {
       // a blob used less than a quarter of the delay ago is not recorded again (touch.ts)
       blobGuard: (driver) => new TouchingGuard(driver, settings.delay / 4),
@@ -31,6 +31,8 @@ export const gcFeature: Feature<GcConfig> = {
               lastBlobsTrashed: summary.blobsTrashed,
               lastBytesTrashed: summary.bytesTrashed,
               lastBlobsRestored: summary.blobsRestored,
+              lastManifestsDeleted: summary.manifestsDeleted,
+              lastManifestsRestored: summary.manifestsRestored,
               lastFinishedSeconds: scheduler.clock.now() / 1000,
             });
           }),

@@ -133,12 +133,13 @@ export class ManifestStore {
 
   /**
    * every blob must be linked in the repository and stored, every child manifest stored in it
-   * (4.4); the references are recorded as used first (online garbage collection's protocol)
+   * (4.4); the references, and the manifest itself (a revision online collection may be deleting
+   * as untagged), are recorded as used first (online garbage collection's protocol)
    */
   private async checkReferences(name: string, manifest: ParsedManifest): Promise<void> {
     // blobs are unique already (parseManifest); an index may list one child many times
     const children = [...new Set(manifest.manifests.map((m) => m.digest))];
-    await this.blobs.touch([...manifest.blobs.map((b) => b.digest), ...children]);
+    await this.blobs.touch([manifest.digest, ...manifest.blobs.map((b) => b.digest), ...children]);
     const [blobsLinked, childrenStored] = await Promise.all([
       mapLimited(manifest.blobs, REQUEST_IO_CONCURRENCY / 2, async (b) => (await this.blobs.isLinked(name, b.digest)) && (await this.blobs.storedSize(b.digest)) !== undefined),
       mapLimited(children, REQUEST_IO_CONCURRENCY / 2, (digest) => this.hasRevision(name, digest)),

@@ -152,7 +152,7 @@ for (const driver of ['filesystem', 's3'] as const) {
     it('one collector at a time: of two instances ticking together one collects, the other skips', async () => {
       await withBerth(async ({ app }) => {
         const logger = pino({ level: 'silent' });
-        const settings = { interval: 60_000, delay: DELAY_MS, dryrun: true };
+        const settings = { interval: 60_000, delay: DELAY_MS, dryrun: true, deleteuntagged: false };
         const runs: string[] = [];
         const leases = [0, 1].map(() => new Lease(app.driver, { ttlMs: 60_000, settleMs: 300 }));
         const tasks = leases.map((lease, i) => collectionTask(app.driver, settings, logger, () => runs.push(`instance ${i}`), lease));
@@ -266,11 +266,11 @@ describe('online garbage collection in a running registry', () => {
     }
   });
 
-  it('online deleteuntagged is refused as not implemented', async () => {
+  it('takes deleteuntagged (false by default)', async () => {
     const { validateConfig } = await import('../../src/config/load.js');
-    assert.throws(
-      () => validateConfig({ version: '0.1', storage: { inmemory: {}, maintenance: { gc: { enabled: true, deleteuntagged: true } } } }, 't'),
-      /storage\.maintenance\.gc\.deleteuntagged: deleting untagged manifests online .* is not implemented/,
-    );
+    const gc = (extra: object) => validateConfig({ version: '0.1', storage: { inmemory: {}, maintenance: { gc: { enabled: true, ...extra } } } }, 't').storage.maintenance.gc;
+    assert.equal(gc({}).deleteuntagged, false);
+    assert.equal(gc({ deleteuntagged: true }).deleteuntagged, true);
+    assert.throws(() => gc({ deleteuntagged: 'sometimes' }), /storage\.maintenance\.gc\.deleteuntagged/);
   });
 });

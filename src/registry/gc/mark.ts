@@ -22,13 +22,14 @@ export interface RepositoryMark {
   used: Set<string>;
 }
 
-export function markRepository(graph: RepositoryGraph, deleteUntagged: boolean, marked: Set<string>, report: (line: string) => void): RepositoryMark {
+/** `alsoKept`: untagged manifests kept all the same (online collection spares young ones) */
+export function markRepository(graph: RepositoryGraph, deleteUntagged: boolean, marked: Set<string>, report: (line: string) => void, alsoKept: readonly Digest[] = []): RepositoryMark {
   const referrers = new Map<string, Digest[]>();
   for (const node of graph.manifests.values()) {
     if (node.subject === undefined) continue;
     referrers.set(node.subject, [...(referrers.get(node.subject) ?? []), node.digest]);
   }
-  const roots = deleteUntagged ? [...graph.tags.values()] : [...graph.manifests.keys()];
+  const roots = deleteUntagged ? [...graph.tags.values(), ...alsoKept] : [...graph.manifests.keys()];
   const kept = new Set<string>();
   const used = new Set<string>();
   const pending = roots.filter((digest) => graph.manifests.has(digest)).sort();

@@ -13,8 +13,9 @@
  * - The trash is emptied by a later collection: entries older than the delay, still unmarked and
  *   unused; the others go back under blobs/.
  *
- * Only blobs are collected: manifests, tags and `_layers` links stay (deleting untagged manifests
- * online is not implemented; the offline command with --delete-untagged does it).
+ * With `deleteUntagged`, manifests no tag reaches (untagged.ts) go first, by the same protocol,
+ * when their revision and last use are older than T0 - delay; the blobs only they kept are then
+ * unmarked. Tags and `_layers` links stay.
  */
 import { randomUUID } from 'node:crypto';
 import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../storage/driver.js';
@@ -26,12 +27,15 @@ import { markRepository } from './mark.js';
 import { forEach } from './pool.js';
 import { repositoryNames } from './repositories.js';
 import { readTouch, type TouchRecord } from './touch.js';
+import { collectUntagged } from './untagged.js';
 
 export interface OnlineOptions {
   /** how long a blob's data or last use keeps it from being collected */
   delayMs: number;
   /** report what would be collected, move and delete nothing */
   dryRun: boolean;
+  /** also delete the manifests no tag reaches (untagged.ts) */
+  deleteUntagged?: boolean;
   report?: (line: string) => void;
   now?: () => number;
 }
@@ -49,6 +53,10 @@ export interface OnlineSummary {
   blobsRestored: number;
   /** unmarked blobs spared because they are younger than the delay or were used within it */
   blobsSpared: number;
+  /** untagged manifests deleted (deleteUntagged) */
+  manifestsDeleted: number;
+  /** untagged manifests put back: used while being deleted */
+  manifestsRestored: number;
   durationMs: number;
 }
 
@@ -56,16 +64,27 @@ export async function collectOnline(driver: StorageDriver, options: OnlineOption
   const now = options.now ?? Date.now;
   const started = now();
   const report = options.report ?? (() => {});
-  const summary: OnlineSummary = { repositories: 0, marked: 0, blobsTrashed: 0, bytesTrashed: 0, blobsPurged: 0, bytesFreed: 0, blobsRestored: 0, blobsSpared: 0, durationMs: 0 };
+  const summary: OnlineSummary = { repositories: 0, marked: 0, blobsTrashed: 0, bytesTrashed: 0, blobsPurged: 0, bytesFreed: 0, blobsRestored: 0, blobsSpared: 0, manifestsDeleted: 0, manifestsRestored: 0, durationMs: 0 };
 
   await driver.putContent(layout.GC_MARK_STARTED, Buffer.from(randomUUID()));
   const horizon = (await driver.stat(layout.GC_MARK_STARTED)).modTime.getTime() - options.delayMs;
   const recent = (touch: TouchRecord | undefined) => touch !== undefined && touch.modTime.getTime() >= horizon;
 
   const marked = new Set<string>();
+  const untaggedPass = { horizon, recent, dryRun: options.dryRun };
   await forEach(repositoryNames(driver), REPOSITORIES_AT_ONCE, async (name) => {
     summary.repositories++;
-    markRepository(await readGraph(driver, name), false, marked, report);
+    const graph = await readGraph(driver, name);
+    if (!options.deleteUntagged) {
+      markRepository(graph, false, marked, report);
+      return;
+    }
+    const untagged = await collectUntagged(driver, graph, untaggedPass);
+    summary.manifestsDeleted += untagged.deleted.length;
+    summary.manifestsRestored += untagged.restored.length;
+    for (const digest of untagged.deleted) report(`${name}: untagged manifest ${options.dryRun ? 'eligible for deletion' : 'deleted'}: ${digest}`);
+    for (const digest of untagged.restored) report(`${name}: untagged manifest used meanwhile, restored: ${digest}`);
+    markRepository(graph, true, marked, report, untagged.kept);
   });
   summary.marked = marked.size;
 

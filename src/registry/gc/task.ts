@@ -12,6 +12,7 @@ export interface CollectionSettings {
   interval: number;
   delay: number;
   dryrun: boolean;
+  deleteuntagged: boolean;
 }
 
 /** how long a lease lasts without renewal, and how long a taker waits before reading it back */
@@ -41,9 +42,9 @@ export function collectionTask(
       }, LEASE_TTL_MS / 3);
       renewal.unref();
       try {
-        const summary = await collectOnline(driver, { delayMs: settings.delay, dryRun: settings.dryrun });
+        const summary = await collectOnline(driver, { delayMs: settings.delay, dryRun: settings.dryrun, deleteUntagged: settings.deleteuntagged });
         done(summary);
-        logger.info({ ...summary, dryRun: settings.dryrun }, `garbage collection${settings.dryrun ? ' (dry run)' : ''}: ${summary.blobsTrashed} blobs (${summary.bytesTrashed} bytes) to the trash, ${summary.blobsPurged} (${summary.bytesFreed} bytes) deleted from it, ${summary.blobsRestored} restored, ${summary.blobsSpared} spared, in ${(summary.durationMs / 1000).toFixed(2)}s`);
+        logger.info({ ...summary, dryRun: settings.dryrun }, `garbage collection${settings.dryrun ? ' (dry run)' : ''}: ${settings.deleteuntagged ? `${summary.manifestsDeleted} untagged manifests deleted (${summary.manifestsRestored} restored), ` : ''}${summary.blobsTrashed} blobs (${summary.bytesTrashed} bytes) to the trash, ${summary.blobsPurged} (${summary.bytesFreed} bytes) deleted from it, ${summary.blobsRestored} restored, ${summary.blobsSpared} spared, in ${(summary.durationMs / 1000).toFixed(2)}s`);
       } finally {
         clearInterval(renewal);
         await lease.release();
