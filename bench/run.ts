@@ -247,7 +247,7 @@ async function main(): Promise<number> {
         blobs: Array.from({ length: rounds }, () => new PatternBlob(settings.big)),
         work,
       };
-      const pair = await startProxyPair(proxySettings, cli, fromSource);
+      const pair = await startProxyPair(proxySettings, cli, { cpuProfileDir: profileDir, fromSource });
       try {
         log(`pull-through cache: upstream ${pair.upstream.url}, berth mirror ${pair.mirrors.berth.url}, Distribution mirror ${pair.mirrors.distribution.url}`);
         for (const scenario of proxyScenarios(proxySettings).filter((s) => wanted(s.id))) {

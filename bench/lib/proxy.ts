@@ -14,7 +14,7 @@ import type { PatternBlob } from '../../test/helpers/berth-process.js';
 import type { LayoutImage } from '../../test/helpers/oci-layout.js';
 import { linkBlob, writeBlobFile } from './fixtures.js';
 import { pullBlob } from './http.js';
-import { filesystemBackend, startBerth, startDistribution, type Registry, type RegistryName } from './registries.js';
+import { filesystemBackend, startBerth, startDistribution, type Registry, type RegistryName, type StartOptions } from './registries.js';
 import { mibps, skopeo, type Scenario } from './scenarios.js';
 import { MiB } from './stats.js';
 
@@ -81,9 +81,9 @@ export interface ProxyPair {
 
 /**
  * The upstream with every round's content, and both mirrors of it with empty caches. `cli` is
- * berth's compiled entry point (undefined: from source).
+ * berth's compiled entry point (undefined: from source); `options` as for the other rows.
  */
-export async function startProxyPair(settings: ProxySettings, cli: string | undefined, fromSource: boolean): Promise<ProxyPair> {
+export async function startProxyPair(settings: ProxySettings, cli: string | undefined, options: Omit<StartOptions, 'config'>): Promise<ProxyPair> {
   const started: Registry[] = [];
   const stop = async () => {
     await Promise.allSettled(started.splice(0).map((r) => r.stop()));
@@ -101,7 +101,7 @@ export async function startProxyPair(settings: ProxySettings, cli: string | unde
       await skopeo('copy', '--quiet', '--dest-tls-verify=false', `oci:${image.dir}:${image.tag}`, `docker://${upstream.host}/${LAYERS_REPO(round)}:v1`);
     }
     const proxy = { proxy: { remoteurl: upstream.url } };
-    const berth = await startBerth(filesystemBackend(join(settings.work, 'proxy-berth')), cli, { fromSource, config: proxy });
+    const berth = await startBerth(filesystemBackend(join(settings.work, 'proxy-berth')), cli, { ...options, config: proxy });
     started.push(berth);
     const distribution = await startDistribution(filesystemBackend(join(settings.work, 'proxy-distribution')), proxy);
     started.push(distribution);
