@@ -1,12 +1,14 @@
 #!/usr/bin/env node
-/** The `berth` command: serve, config check, garbage-collect. Exit codes: 0 done, 1 failed, 2 bad usage. */
+/** The `berth` command: serve, config check|schema, garbage-collect, uploads purge. Exit codes: 0 done, 1 failed, 2 bad usage. */
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { s3Feature } from './features/s3.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import { parseCollectArgs } from './registry/gc/args.js';
+import { parsePurgeArgs } from './registry/purge-args.js';
 import { collectGarbage, summaryLine } from './registry/gc/index.js';
+import { purgeUploads } from './registry/purge.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { StorageError, type StorageDriver } from './storage/driver.js';
 import { FilesystemDriver } from './storage/filesystem.js';
@@ -16,11 +18,15 @@ const COMMANDS: Record<string, string> = {
   serve: `berth serve [CONFIG.yml]
     run the registry (no file: filesystem storage under ./data on :5000)`,
   config: `berth config check CONFIG.yml
-    print the effective configuration (secrets masked), or every error`,
+    print the effective configuration (secrets masked), or every error
+  berth config schema
+    print the configuration's JSON Schema (for editors)`,
   'garbage-collect': `berth garbage-collect [--dry-run] [--delete-untagged] [--quiet] [--retention] CONFIG.yml
     delete the blobs no manifest references (with --delete-untagged, also the manifests no tag
     reaches); needs storage.maintenance.readonly.enabled (or --dry-run). --retention first applies
     storage.maintenance.retention.policies (tags and untagged manifests, with delete events)`,
+  uploads: `berth uploads purge [--older-than DURATION] [--dry-run] CONFIG.yml
+    delete the uploads started longer ago than DURATION (default: storage.maintenance.uploadpurging.age)`,
 };
 
 const USAGE = `usage:
@@ -57,6 +63,10 @@ async function main(argv: string[]): Promise<number> {
       return serve(rest[0]);
     case 'config':
       if (rest[0] === 'check' && rest[1]) return checkConfig(rest[1]);
+      if (rest[0] === 'schema' && rest.length === 1) return printSchema();
+      break;
+    case 'uploads':
+      if (rest[0] === 'purge') return purge(rest.slice(1));
       break;
     case 'garbage-collect':
       return garbageCollect(rest);
@@ -99,6 +109,34 @@ async function checkConfig(file: string): Promise<number> {
   for (const warning of warnings) console.error(`warning: ${warning}`);
   console.log(JSON.stringify(maskSecrets(config), null, 2));
   return 0;
+}
+
+async function printSchema(): Promise<number> {
+  const { configJsonSchema } = await import('./config/json-schema.js');
+  console.log(JSON.stringify(configJsonSchema(), null, 2));
+  return 0;
+}
+
+/** `uploads purge`: the scheduled upload purge, once, now (e.g. after a disk filled up with partial uploads) */
+async function purge(argv: string[]): Promise<number> {
+  const args = parsePurgeArgs(argv);
+  if (typeof args === 'string') {
+    console.error(`berth uploads purge: ${args}\n${USAGE}`);
+    return 2;
+  }
+  const { config } = await loadConfig(args.file);
+  const olderThan = args.olderThan ?? config.storage.maintenance.uploadpurging.age;
+  const driver = await collectionDriver(config);
+  try {
+    await driver.ready?.();
+    const result = await purgeUploads(driver, new Date(Date.now() - olderThan), args.dryRun);
+    for (const dir of result.purged) console.log(`${args.dryRun ? 'would purge' : 'purged'} ${dir}`);
+    for (const error of result.errors) console.error(`could not purge ${error}`);
+    console.log(`${args.dryRun ? 'would purge' : 'purged'} ${result.purged.length} uploads started before ${new Date(Date.now() - olderThan).toISOString()}${result.errors.length ? `; ${result.errors.length} failed` : ''}`);
+    return result.errors.length > 0 ? 1 : 0;
+  } finally {
+    await driver.close?.();
+  }
 }
 
 /** offline collection: refused unless the configuration is read-only (docs/decisions.md, "Garbage collection (offline)") */
@@ -150,14 +188,14 @@ async function retentionBeforeCollection(driver: StorageDriver, config: Config, 
   await notifier.close(config.http.draintimeout);
 }
 
-/** the configured storage backend, without middleware (a collection needs no redirects) */
+/** the configured storage backend, without middleware (a collection or purge needs no redirects) */
 async function collectionDriver(config: Config): Promise<StorageDriver> {
   if (s3Feature.enabled(config)) {
     const logger = createLogger(config.log, process.stderr);
     return (await s3Feature.load(config, { logger, scheduler: new Scheduler(logger) })).driver!;
   }
   if (config.storage.filesystem) return new FilesystemDriver({ rootdirectory: config.storage.filesystem.rootdirectory });
-  throw new ConfigError(['storage: garbage-collect needs filesystem or s3 storage (in-memory storage ends with its process)'], 'storage');
+  throw new ConfigError(['storage: this command needs filesystem or s3 storage (in-memory storage ends with its process)'], 'storage');
 }
 
 main(process.argv.slice(2)).then(
