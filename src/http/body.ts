@@ -9,6 +9,16 @@ export function bodyStream(req: FastifyRequest): AsyncIterable<Buffer> | undefin
   return req.raw;
 }
 
+/**
+ * An upload's body (blob data). When the write fails part way (a full storage), iteration stops
+ * without destroying the socket: destroying it with unread bytes makes the kernel reset the
+ * connection and the client never reads the answer (507). The error handler then closes the
+ * connection after the answer instead (`connection: close`).
+ */
+export function uploadBody(req: FastifyRequest): AsyncIterable<Buffer> | undefined {
+  return bodyStream(req) && req.raw.iterator({ destroyOnReturn: false });
+}
+
 /** `type/subtype`, optionally followed by parameters: what the web framework accepts as a Content-Type */
 const MEDIA_TYPE = /^\s*[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+\s*(;|$)/;
 const setAside = new WeakMap<object, string>();

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RegistryError } from '../registry/errors.js';
-import { StorageUnavailableError } from '../storage/driver.js';
+import { isStorageFull, StorageUnavailableError } from '../storage/driver.js';
 import type { Handler, Services } from './context.js';
 import { accessLogFields, exchangeBytes, noteError } from './access-log.js';
 import { sendError } from './errors.js';
@@ -184,6 +184,12 @@ function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): Fa
   if (status !== undefined && status >= 400 && status < 500) {
     // Fastify's own refusals (malformed request line, unsupported body framing)
     return answer(new RegistryError('UNSUPPORTED', (err as Error).message, { status }));
+  }
+  if (isStorageFull(err)) {
+    req.log.error({ err }, 'storage full');
+    if (!req.raw.complete) reply.header('connection', 'close'); // the rest of the body stays unread (body.ts uploadBody)
+    // 507: terminal for clients (spec 7, status rule 4); an upload that hit it was removed (uploads.ts)
+    return answer(new RegistryError('UNKNOWN', `the registry's storage is full: nothing was stored and an upload in progress was discarded; free space and push again (request id ${req.id})`, { status: 507 }));
   }
   if (err instanceof StorageUnavailableError) {
     req.log.error({ err }, 'storage unavailable');

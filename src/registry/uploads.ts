@@ -8,7 +8,7 @@
  */
 import { randomUUID, createHash, type Hash } from 'node:crypto';
 import { systemClock, type Clock } from '../scheduler/clock.js';
-import { PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
+import { isStorageFull, PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
 import { hasherDigest, newHasher, parseVerifiableDigest, type Digest } from './digest.js';
@@ -193,6 +193,16 @@ export class UploadSessions {
    * client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it.
    */
   private async write(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
+    try {
+      return await this.appendData(name, uuid, body, last);
+    } catch (err) {
+      // a full store: the upload cannot go on (507 is terminal), and what it holds is space to give back
+      if (isStorageFull(err)) await this.remove(name, uuid).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async appendData(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
     let state: HashState | undefined;
     let received = false;

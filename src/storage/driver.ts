@@ -134,6 +134,20 @@ export class StorageError extends Error {
   }
 }
 
+/** the store has no room left (a full disk or quota): a write failed and was undone where it could be */
+export class StorageFullError extends StorageError {}
+
+/** errno codes of a full filesystem or an exhausted quota */
+const FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
+
+/** true for a StorageFullError, or an error (or its cause) a full filesystem raised */
+export function isStorageFull(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof StorageFullError || FULL_CODES.has((e as NodeJS.ErrnoException).code ?? '')) return true;
+  }
+  return false;
+}
+
 export class PathNotFoundError extends StorageError {
   constructor(readonly path: string, driver: string) {
     super(`${driver}: path not found: ${path}`, driver);

@@ -10,7 +10,9 @@ import type { Readable } from 'node:stream';
 import { BaseDriver } from './base.js';
 import {
   InvalidOffsetError,
+  isStorageFull,
   PathNotFoundError,
+  StorageFullError,
   StorageError,
   UnsupportedMethodError,
   type FileInfo,
@@ -45,6 +47,7 @@ const SETTLE_MS = 2000;
 function toStorageError(err: unknown, path: string, missing = MISSING): StorageError {
   if (missing.includes((err as NodeJS.ErrnoException)?.code ?? '')) return new PathNotFoundError(path, NAME);
   const message = err instanceof Error ? err.message : String(err);
+  if (isStorageFull(err)) return new StorageFullError(`${NAME}: ${path}: ${message}`, NAME, { cause: err });
   return new StorageError(`${NAME}: ${path}: ${message}`, NAME, { cause: err });
 }
 

@@ -7,7 +7,7 @@ import { isDigest, parseVerifiableDigest, type Digest } from '../../registry/dig
 import { RegistryError } from '../../registry/errors.js';
 import { isRepositoryName } from '../../registry/names.js';
 import { UploadRangeError, type ChunkRange, type UploadStatus } from '../../registry/uploads.js';
-import { bodyStream, contentLength, queryValue, queryValues } from '../body.js';
+import { contentLength, queryValue, queryValues, uploadBody } from '../body.js';
 import type { Handler, Services } from '../context.js';
 import { blobEvent } from '../events.js';
 import { grantOf } from '../grants.js';
@@ -40,8 +40,7 @@ export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, se
   const upload = await services.uploads.start(name);
   if (digests.length === 0 || mount !== undefined) return sendUploadStatus(req, reply, services, upload, 202);
 
-  const body = bodyStream(req);
-  const blob = await services.uploads.complete(name, upload.uuid, digests, body);
+  const blob = await services.uploads.complete(name, upload.uuid, digests, uploadBody(req));
   blobEvent(req, services, 'push', { name, digest: blob.digest, size: blob.size });
   reply.header(UPLOAD_UUID_HEADER, upload.uuid);
   return sendBlobCreated(req, reply, services, name, blob.digest);
@@ -59,7 +58,7 @@ export const patchUpload: Handler<UploadRoute> = async (req, reply, route, servi
   const upload = await openUpload(req, route, services);
   const range = chunkRange(req);
   if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
-  const body = bodyStream(req) ?? [];
+  const body = uploadBody(req) ?? [];
   try {
     const updated = await services.uploads.append(route.name, route.uuid, body, range);
     return sendUploadStatus(req, reply, services, updated, 202);
@@ -85,7 +84,7 @@ export const putUpload: Handler<UploadRoute> = async (req, reply, route, service
   const range = chunkRange(req);
   if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
   try {
-    const blob = await services.uploads.complete(route.name, route.uuid, digests, bodyStream(req), range);
+    const blob = await services.uploads.complete(route.name, route.uuid, digests, uploadBody(req), range);
     blobEvent(req, services, 'push', { name: route.name, digest: blob.digest, size: blob.size });
     return sendBlobCreated(req, reply, services, route.name, blob.digest);
   } catch (err) {
