@@ -7,6 +7,8 @@ import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import { parseCollectArgs } from './registry/gc/args.js';
 import { parsePurgeArgs } from './registry/purge-args.js';
+import { parseVerifyArgs } from './registry/verify/args.js';
+import { progressLine } from './progress.js';
 import { collectGarbage, summaryLine } from './registry/gc/index.js';
 import { purgeUploads } from './registry/purge.js';
 import { Scheduler } from './scheduler/scheduler.js';
@@ -25,6 +27,9 @@ const COMMANDS: Record<string, string> = {
     delete the blobs no manifest references (with --delete-untagged, also the manifests no tag
     reaches); needs storage.maintenance.readonly.enabled (or --dry-run). --retention first applies
     storage.maintenance.retention.policies (tags and untagged manifests, with delete events)`,
+  verify: `berth verify [--repository NAME] [--fix] CONFIG.yml
+    check that every blob hashes to its name and every link and manifest reference exists; exit 1
+    on damage. --fix moves what is provably broken aside (to _berth/verify/quarantine/)`,
   uploads: `berth uploads purge [--older-than DURATION] [--dry-run] CONFIG.yml
     delete the uploads started longer ago than DURATION (default: storage.maintenance.uploadpurging.age)`,
 };
@@ -68,6 +73,8 @@ async function main(argv: string[]): Promise<number> {
     case 'uploads':
       if (rest[0] === 'purge') return purge(rest.slice(1));
       break;
+    case 'verify':
+      return verifyStorage(rest);
     case 'garbage-collect':
       return garbageCollect(rest);
     case '-v':
@@ -134,6 +141,27 @@ async function purge(argv: string[]): Promise<number> {
     for (const error of result.errors) console.error(`could not purge ${error}`);
     console.log(`${args.dryRun ? 'would purge' : 'purged'} ${result.purged.length} uploads started before ${new Date(Date.now() - olderThan).toISOString()}${result.errors.length ? `; ${result.errors.length} failed` : ''}`);
     return result.errors.length > 0 ? 1 : 0;
+  } finally {
+    await driver.close?.();
+  }
+}
+
+async function verifyStorage(argv: string[]): Promise<number> {
+  const args = parseVerifyArgs(argv);
+  if (typeof args === 'string') {
+    console.error(`berth verify: ${args}\n${USAGE}`);
+    return 2;
+  }
+  const { config } = await loadConfig(args.file);
+  const { verify, verifyLine } = await import('./registry/verify/index.js');
+  const driver = await collectionDriver(config);
+  const progress = progressLine('blobs hashed');
+  try {
+    await driver.ready?.();
+    const summary = await verify(driver, { ...args, report: (line) => progress.print(line), progress: progress.update });
+    progress.done();
+    console.log(verifyLine(summary));
+    return summary.damaged > 0 ? 1 : 0;
   } finally {
     await driver.close?.();
   }

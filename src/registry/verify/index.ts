@@ -1,0 +1,155 @@
+/**
+ * `berth verify` (zot calls it scrub): reads a storage root and reports damage.
+ *
+ * - Blobs: every blob's bytes hash to its name (all of blobs/, or with a repository only the
+ *   blobs it links).
+ * - Repositories: every `_layers` link names a stored blob; every revision's content is stored,
+ *   parses as a manifest and its blobs and children exist in the repository; every tag names a
+ *   revision of the repository.
+ *
+ * With `fix`, only what is provably broken is moved aside, under `_berth/verify/quarantine/` at
+ * the same relative path (never deleted): a blob's data whose bytes do not match its name, and
+ * link files (layer, revision, tag) that name something that is not there. Files, not
+ * directories, move: S3 has no directories to move. A manifest whose blobs are missing is reported, not moved: the
+ * manifest itself is sound, and pushing the blobs again repairs it.
+ */
+import { createHash } from 'node:crypto';
+import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
+import { isDigest, type Digest } from '../digest.js';
+import { readGraph } from '../gc/graph.js';
+import { forEach } from '../gc/pool.js';
+import { repositoryNames } from '../gc/repositories.js';
+import * as layout from '../layout.js';
+import { readLink } from '../links.js';
+import { parseManifest } from '../manifests/index.js';
+import { readRevisionMeta } from '../revision-meta.js';
+
+export interface VerifyOptions {
+  /** only this repository (and the blobs it links) */
+  repository?: string;
+  fix: boolean;
+  /** one line per finding */
+  report: (line: string) => void;
+  /** blobs checked so far, of how many (for a progress line) */
+  progress?: (done: number, total: number) => void;
+}
+
+export interface VerifySummary {
+  repositories: number;
+  manifests: number;
+  blobs: number;
+  bytes: number;
+  /** findings: damage found */
+  damaged: number;
+  /** of which moved aside (with fix) */
+  movedAside: number;
+}
+
+const QUARANTINE = `${layout.BERTH_STATE}/verify/quarantine`;
+/** blobs hashed at once (each a streamed read) */
+const HASHING = 4;
+
+export async function verify(driver: StorageDriver, options: VerifyOptions): Promise<VerifySummary> {
+  const summary: VerifySummary = { repositories: 0, manifests: 0, blobs: 0, bytes: 0, damaged: 0, movedAside: 0 };
+  const damage = async (line: string, broken?: string) => {
+    summary.damaged++;
+    if (!options.fix || broken === undefined) return options.report(`damaged: ${line}`);
+    await driver.move(broken, `${QUARANTINE}${broken.slice(layout.ROOT.length)}`);
+    summary.movedAside++;
+    options.report(`damaged: ${line}; moved aside`);
+  };
+
+  const blobs = options.repository ? await linkedBlobs(driver, options.repository) : await allBlobs(driver);
+  let done = 0;
+  await forEach(blobs, HASHING, async (digest) => {
+    const path = layout.blobData(digest);
+    const actual = await hashOf(driver, path);
+    options.progress?.(++done, blobs.length);
+    if (actual === undefined) return; // a linked blob that is missing: the repository check says so
+    summary.blobs++;
+    summary.bytes += actual.size;
+    if (actual.digest !== digest) await damage(`blob ${digest}: its bytes hash to ${actual.digest}`, path);
+  });
+
+  const names = options.repository ? [options.repository] : await collect(repositoryNames(driver));
+  for (const name of names) {
+    summary.repositories++;
+    const stored = async (digest: string) => isDigest(digest) && (await unlessMissing(driver.stat(layout.blobData(digest)))) !== undefined;
+    for (const hex of (await unlessMissing(driver.listNames(layout.layersDir(name)))) ?? []) {
+      const digest = `sha256:${hex}`;
+      // a directory without its link file (left by a move aside) links nothing
+      if (!isDigest(digest) || (await readLink(driver, layout.layerLink(name, digest))) === undefined) continue;
+      if (!(await stored(digest))) await damage(`${name}: layer link ${digest} names a blob that is not stored`, layout.layerLink(name, digest));
+    }
+    const graph = await readGraph(driver, name);
+    for (const node of graph.manifests.values()) {
+      const { digest } = node;
+      summary.manifests++;
+      const meta = await readRevisionMeta(driver, name, digest).catch(() => undefined);
+      const content = await unlessMissing(driver.getContent(layout.blobData(digest)));
+      if (!content) {
+        await damage(`${name}: manifest ${digest} has no content under blobs/`, layout.manifestRevisionLink(name, digest));
+        continue;
+      }
+      const parsed = await parseManifest(meta?.mediaType, content).catch((err: unknown) => (err as Error).message);
+      if (typeof parsed === 'string') {
+        await damage(`${name}: manifest ${digest} does not parse: ${parsed}`);
+        continue;
+      }
+      for (const blob of node.blobs) {
+        const linked = isDigest(blob) && (await readLink(driver, layout.layerLink(name, blob))) === blob;
+        if (!linked || !(await stored(blob))) await damage(`${name}: manifest ${digest} references blob ${blob}, which is ${linked ? 'not stored' : 'not linked into the repository'}`);
+      }
+      for (const child of node.children) {
+        if (!graph.manifests.has(child)) await damage(`${name}: manifest ${digest} references manifest ${child}, which is not in the repository`);
+      }
+    }
+    for (const [tag, digest] of graph.tags) {
+      if (!graph.manifests.has(digest)) await damage(`${name}: tag ${tag} names manifest ${digest}, which is not in the repository`, layout.tagCurrentLink(name, tag));
+    }
+  }
+  return summary;
+}
+
+/** the summary as one line */
+export function verifyLine(summary: VerifySummary): string {
+  const state = summary.damaged === 0 ? 'no damage found' : `${summary.damaged} damaged${summary.movedAside ? `, ${summary.movedAside} moved aside to ${QUARANTINE}` : ''}`;
+  return `verify: ${summary.repositories} repositories, ${summary.manifests} manifests, ${summary.blobs} blobs (${summary.bytes} bytes) checked: ${state}`;
+}
+
+/** the digest and size of what is stored at `path`, hashed as it is read; undefined when missing */
+async function hashOf(driver: StorageDriver, path: string): Promise<{ digest: string; size: number } | undefined> {
+  const stream = await unlessMissing(driver.reader(path, 0));
+  if (!stream) return undefined;
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of stream) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { digest: `sha256:${hash.digest('hex')}`, size };
+}
+
+async function allBlobs(driver: StorageDriver): Promise<Digest[]> {
+  const out: Digest[] = [];
+  for (const prefix of (await unlessMissing(driver.listNames(layout.BLOBS))) ?? []) {
+    for (const hex of (await unlessMissing(driver.listNames(layout.blobPrefixDir(prefix)))) ?? []) {
+      const digest = `sha256:${hex}`;
+      if (isDigest(digest)) out.push(digest);
+    }
+  }
+  return out;
+}
+
+/** the blobs a repository links: layers and its manifests' own content */
+async function linkedBlobs(driver: StorageDriver, name: string): Promise<Digest[]> {
+  const layers = ((await unlessMissing(driver.listNames(layout.layersDir(name)))) ?? []).map((hex) => `sha256:${hex}`);
+  const revisions = ((await unlessMissing(driver.listNames(layout.manifestRevisionsDir(name)))) ?? []).map((hex) => `sha256:${hex}`);
+  return [...new Set([...layers, ...revisions])].filter(isDigest);
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
