@@ -186,6 +186,15 @@ const storage = z
         expiry: duration.prefault('20m'),
       })
       .prefault({}),
+    /** berth's keys: every single store call is bounded and a slow one logged (src/storage/deadlines.ts) */
+    calls: z
+      .strictObject({
+        /** a call that has not answered by then fails the request with 503 (0: no bound) */
+        timeout: duration.prefault('30s'),
+        /** a call slower than this is logged as a warning (0: never) */
+        slow: duration.prefault('5s'),
+      })
+      .prefault({}),
     cache: z.strictObject({ blobdescriptor: z.enum(['inmemory', 'redis'], { message: 'expected inmemory or redis' }).optional() }).optional(),
     tag: z.strictObject({ concurrencylimit: harmless }).optional(),
     maintenance: z

@@ -1,11 +1,12 @@
 /**
  * Every optional feature, in the order their parts apply: the storage backend first, then the
- * wrappers around it from the innermost out (the CDN middleware inside, the metrics that time every
- * storage call outside); the pull-through cache reads through the finished storage, and pulls are
+ * wrappers around it from the innermost out (the CDN middleware inside, then the bounds on each
+ * store call, the metrics that time every storage call outside); the pull-through cache reads through the finished storage, and pulls are
  * recorded (activity) around whatever serves them.
  */
 import { activityFeature } from './activity.js';
 import { cloudfrontFeature } from './cloudfront.js';
+import { deadlinesFeature } from './deadlines.js';
 import { debugFeature } from './debug.js';
 import { gcFeature } from './gc.js';
 import { expiryFeature } from './expiry.js';
@@ -15,4 +16,4 @@ import { redisFeature } from './redis.js';
 import { retentionFeature } from './retention.js';
 import { s3Feature } from './s3.js';
 
-export const FEATURES = [s3Feature, cloudfrontFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, gcFeature, healthFeature, debugFeature] as const;
+export const FEATURES = [s3Feature, cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, gcFeature, healthFeature, debugFeature] as const;

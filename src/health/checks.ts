@@ -11,11 +11,13 @@ export type Check = () => Promise<void>;
 
 /**
  * The store answers: the driver's own readiness probe where it has one (S3: HeadBucket, so a
- * frozen or unreachable store fails), else a stat of the root (a missing root is an empty registry).
+ * frozen or unreachable store fails), and a stat of the root (a missing root is an empty registry).
  */
 export function storageCheck(driver: StorageDriver, timeoutMs: number): Check {
+  // ready() where the driver has its own probe (S3: HeadBucket), then a stat that every driver
+  // answers: a wrapped driver (metrics, call deadlines) always has a ready() that may do nothing
   const probe = async () => {
-    if (driver.ready) return driver.ready();
+    await driver.ready?.();
     await driver.stat('/').catch((err) => {
       if (!(err instanceof PathNotFoundError)) throw err;
     });
