@@ -155,10 +155,10 @@ async function verifyStorage(argv: string[]): Promise<number> {
   const { config } = await loadConfig(args.file);
   const { verify, verifyLine } = await import('./registry/verify/index.js');
   const driver = await collectionDriver(config);
-  const progress = progressLine('blobs hashed');
+  const progress = progressLine();
   try {
     await driver.ready?.();
-    const summary = await verify(driver, { ...args, report: (line) => progress.print(line), progress: progress.update });
+    const summary = await verify(driver, { ...args, report: (line) => progress.print(line), progress: (done, total) => progress.update('blobs hashed', done, total) });
     progress.done();
     console.log(verifyLine(summary));
     return summary.damaged > 0 ? 1 : 0;
@@ -191,7 +191,9 @@ async function garbageCollect(argv: string[]): Promise<number> {
   try {
     await driver.ready?.();
     if (args.retention) await retentionBeforeCollection(driver, config, args);
-    const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => console.log(line) });
+    const progress = progressLine();
+    const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => progress.print(line), progress: progress.update });
+    progress.done();
     console.log(summaryLine(summary, args.dryRun));
   } finally {
     await driver.close?.();

@@ -1,10 +1,11 @@
 /**
- * A progress line for long commands (verify) on a terminal: rewritten in place on stderr at most
+ * A progress line for long commands (verify, garbage-collect) on a terminal: rewritten in place on stderr at most
  * every 200 ms; other lines printed through it go above it. Off when stderr is not a terminal, so
  * logs and pipes get only the findings.
  */
 export interface Progress {
-  update(done: number, total: number): void;
+  /** `done` of `total` (or just `done` when the total is not known) `what`, e.g. "blobs hashed" */
+  update(what: string, done: number, total?: number): void;
   /** a finding, on stdout, without garbling the progress line */
   print(line: string): void;
   done(): void;
@@ -12,7 +13,7 @@ export interface Progress {
 
 const EVERY_MS = 200;
 
-export function progressLine(what: string, stream: NodeJS.WriteStream = process.stderr): Progress {
+export function progressLine(stream: NodeJS.WriteStream = process.stderr): Progress {
   if (!stream.isTTY) return { update() {}, print: (line) => console.log(line), done() {} };
   let last = 0;
   let shown = false;
@@ -21,11 +22,12 @@ export function progressLine(what: string, stream: NodeJS.WriteStream = process.
     shown = false;
   };
   return {
-    update(done, total) {
+    update(what, done, total) {
       const now = Date.now();
       if (now - last < EVERY_MS && done !== total) return;
       last = now;
-      stream.write(`\r\x1b[K${done}/${total} ${what} (${total ? Math.floor((done / total) * 100) : 100}%)`);
+      const count = total === undefined ? `${done} ${what}` : `${done}/${total} ${what} (${total ? Math.floor((done / total) * 100) : 100}%)`;
+      stream.write(`\r\x1b[K${count}`);
       shown = true;
     },
     print(line) {

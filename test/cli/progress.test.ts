@@ -15,10 +15,10 @@ describe('progress line', () => {
     const original = console.log;
     console.log = (line: string) => printed.push(line);
     try {
-      const progress = progressLine('blobs hashed', stream);
-      progress.update(1, 4);
-      progress.update(2, 4); // within 200 ms of the last: not drawn
-      progress.update(4, 4); // the last is always drawn
+      const progress = progressLine(stream);
+      progress.update('blobs hashed', 1, 4);
+      progress.update('blobs hashed', 2, 4); // within 200 ms of the last: not drawn
+      progress.update('blobs hashed', 4, 4); // the last is always drawn
       progress.print('damaged: something');
       progress.done();
     } finally {
@@ -28,10 +28,17 @@ describe('progress line', () => {
     assert.deepEqual(printed, ['damaged: something']);
   });
 
+  it('without a total: the count alone', async () => {
+    const stream = fakeStream(true);
+    const progress = progressLine(stream);
+    progress.update('repositories marked', 7);
+    assert.equal(stream.written, '\r\x1b[K7 repositories marked');
+  });
+
   it('not on a terminal: draws nothing', () => {
     const stream = fakeStream(false);
-    const progress = progressLine('blobs hashed', stream);
-    progress.update(1, 1);
+    const progress = progressLine(stream);
+    progress.update('blobs hashed', 1, 1);
     progress.done();
     assert.equal(stream.written, '');
   });

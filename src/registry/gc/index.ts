@@ -22,6 +22,8 @@ export interface CollectOptions {
   report?: (line: string) => void;
   /** for the duration (tests pass their own) */
   now?: () => number;
+  /** how far it got: repositories marked, then blob directories swept (of 256) */
+  progress?: (what: string, done: number, total?: number) => void;
 }
 
 export interface CollectSummary {
@@ -54,8 +56,9 @@ export async function collectGarbage(driver: StorageDriver, options: CollectOpti
     summary.manifestsKept += mark.kept.size;
     summary.manifestsDeleted += swept.manifests;
     summary.layerLinksDeleted += swept.layerLinks;
+    options.progress?.('repositories marked', summary.repositories);
   });
-  const blobs = await sweepBlobs(driver, marked, sweepOptions);
+  const blobs = await sweepBlobs(driver, marked, { ...sweepOptions, progress: options.progress });
   summary.marked = marked.size;
   summary.blobsDeleted = blobs.blobs;
   summary.bytesFreed = blobs.bytes;

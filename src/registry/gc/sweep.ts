@@ -22,6 +22,8 @@ export interface SweepOptions {
   report: (line: string) => void;
   /** keep blobs and `_layers` links modified after this time (ms since the epoch): the proxy's expiry sweeps only what is older than its TTL */
   keepModifiedAfter?: number;
+  /** blob prefix directories swept so far, of how many */
+  progress?: (what: string, done: number, total: number) => void;
 }
 
 export interface RepositorySweep {
@@ -88,8 +90,10 @@ export interface BlobSweep {
 /** every blob under `blobs/` whose digest is not in `marked` */
 export async function sweepBlobs(driver: StorageDriver, marked: Set<string>, options: SweepOptions): Promise<BlobSweep> {
   const result: BlobSweep = { blobs: 0, bytes: 0 };
+  const prefixes = (await unlessMissing(driver.listNames(layout.BLOBS))) ?? [];
+  let swept = 0;
   // a few of the 256 prefix directories at a time, each with READS deletes in flight
-  await forEach((await unlessMissing(driver.listNames(layout.BLOBS))) ?? [], 4, async (prefix) => {
+  await forEach(prefixes, 4, async (prefix) => {
     const names = (await unlessMissing(driver.listNames(layout.blobPrefixDir(prefix)))) ?? [];
     const unmarked = names.filter((hex) => !marked.has(`sha256:${hex}`));
     await forEach(unmarked, READS, async (hex) => {
@@ -102,6 +106,7 @@ export async function sweepBlobs(driver: StorageDriver, marked: Set<string>, opt
       result.bytes += info.size;
       if (!options.dryRun) await unlessMissing(driver.delete(layout.blobDir(digest)));
     });
+    options.progress?.('blob directories swept', ++swept, prefixes.length);
   });
   return result;
 }

@@ -30,7 +30,7 @@ export interface VerifyOptions {
   fix: boolean;
   /** one line per finding */
   report: (line: string) => void;
-  /** blobs checked so far, of how many (for a progress line) */
+  /** blobs hashed so far, of how many (for a progress line) */
   progress?: (done: number, total: number) => void;
 }
 
