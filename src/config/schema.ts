@@ -178,6 +178,8 @@ const storage = z
     filesystem: filesystemDriver.optional(),
     inmemory: inmemoryDriver.optional(),
     s3: s3Driver.optional(),
+    azure: notYet('the Azure storage driver (storage.azure)'),
+    gcs: notYet('the Google Cloud Storage driver (storage.gcs)'),
     delete: z.strictObject({ enabled: bool.default(false) }).default({ enabled: false }),
     redirect: z
       .strictObject({
@@ -287,6 +289,7 @@ const http = z
         clientcas: z.array(z.string().min(1)).optional(),
         minimumtls: z.enum(['tls1.2', 'tls1.3']).default('tls1.2'),
         letsencrypt: notYet("Let's Encrypt (http.tls.letsencrypt)"),
+        clientauth: notYet('choosing the client certificate mode (http.tls.clientauth; with clientcas berth requires and verifies a client certificate)'),
       })
       .optional(),
   })
@@ -349,6 +352,7 @@ const validation = z
         urls: z
           .strictObject({ allow: z.array(pattern).default([]), deny: z.array(pattern).default([]) })
           .prefault({}),
+        indexes: notYet('checking the platforms of pushed indexes (validation.manifests.indexes)'),
       })
       .prefault({}),
   })
@@ -427,6 +431,7 @@ const token = z
     issuer: z.union([z.string().min(1).transform((name) => ({ name, enabled: false, expiration: 300_000, refreshexpiration: 604_800_000, signingkey: undefined })), tokenIssuer]),
     rootcertbundle: z.string().min(1).optional(),
     jwks: z.string().min(1).optional(),
+    signingalgorithms: notYet('restricting token signing algorithms (auth.token.signingalgorithms; berth accepts RS256, ES256 and EdDSA as its keys allow)'),
     autoredirect: bool.default(false),
     autoredirectpath: z.string().regex(/^\//, 'expected a path starting with "/"').default('/auth/token'),
   })
@@ -556,6 +561,7 @@ const proxy = z
   .strictObject({
     remoteurl: remoteurl.optional(),
     ...upstreamKeys,
+    exec: notYet('credentials from a helper command (proxy.exec; use username with password or passwordfile)'),
     upstreams: z.array(z.strictObject({ prefix: mirrorPrefix, remoteurl, ...upstreamKeys })).min(1).optional(),
   })
   .superRefine((value, ctx) => {
@@ -628,6 +634,7 @@ export const configSchema = z.strictObject({
   compatibility,
   notifications,
   auth: auth.optional(),
+  tags: notYet('a limit on tags per repository (tags.maxtags)'),
   redis: redis.optional(),
   ratelimit: ratelimit.optional(),
   health: health.optional(),
