@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { validateConfig } from '../../src/config/load.js';
+import { pino } from 'pino';
 import { StorageUnavailableError } from '../../src/storage/driver.js';
 import { S3Driver } from '../../src/storage/s3.js';
 import { startBerth } from '../helpers/berth.js';
@@ -102,6 +103,24 @@ describe('s3 driver: request headers and failures (fake endpoint)', () => {
       fake.failWith = 500;
       await assert.rejects(driver.putContent('/z', Buffer.from('z')), StorageUnavailableError);
       assert.equal(fake.requests.length, 3);
+    } finally {
+      fake.failWith = undefined;
+      await driver.close();
+    }
+  });
+
+  it('logs a request the SDK had to retry, with its attempts', async () => {
+    const warnings: { msg: string; attempts?: number; operation?: string }[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line) as { msg: string }) });
+    const config = validateConfig({ version: '0.1', storage: { s3: s3Params(fake) } }, 't');
+    const driver = new S3Driver({ ...config.storage.s3!, maxAttempts: 3, logger });
+    fake.failWith = 503;
+    try {
+      await assert.rejects(driver.getContent('/z'), StorageUnavailableError);
+      const retried = warnings.filter((w) => w.msg === 'S3 request failed after retries');
+      assert.equal(retried.length, 1, JSON.stringify(warnings));
+      assert.equal(retried[0].attempts, 3);
+      assert.equal(retried[0].operation, 'GetObjectCommand');
     } finally {
       fake.failWith = undefined;
       await driver.close();

@@ -113,7 +113,27 @@ export function buildS3Client(options: S3DriverOptions): S3Client {
     // native S3 over plain HTTP (spec 2.9: secure false)
     config.endpoint = `http://s3.${options.region}.amazonaws.com`;
   }
-  return new S3Client(config);
+  const client = new S3Client(config);
+  if (options.logger) logRetries(client, options.logger);
+  return client;
+}
+
+/** a request the SDK had to send more than once is logged (once, when it ends) with its attempts */
+function logRetries(client: S3Client, logger: Logger): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const attempts = (meta: unknown) => (meta as { $metadata?: { attempts?: number } } | undefined)?.$metadata?.attempts ?? 1;
+      try {
+        const out = await next(args);
+        if (attempts(out.output) > 1) logger.warn({ driver: NAME, operation: context.commandName, attempts: attempts(out.output) }, 'S3 request succeeded after retries');
+        return out;
+      } catch (err) {
+        if (attempts(err) > 1) logger.warn({ driver: NAME, operation: context.commandName, attempts: attempts(err), error: errorName(err) || String(err) }, 'S3 request failed after retries');
+        throw err;
+      }
+    },
+    { step: 'initialize', name: 'berthRetryLog' },
+  );
 }
 
 export function httpStatus(err: unknown): number | undefined {
