@@ -7,7 +7,6 @@
  * the filesystem and on S3 (Ceph).
  */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import type { Digest } from '../../src/registry/digest.js';
 import { collectOnline } from '../../src/registry/gc/online.js';
@@ -15,33 +14,15 @@ import { TouchingGuard } from '../../src/registry/gc/touch.js';
 import * as layout from '../../src/registry/layout.js';
 import { unlessMissing, type StorageDriver } from '../../src/storage/driver.js';
 import { ForwardingDriver } from '../../src/storage/forwarding.js';
-import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { stopSharedCeph } from '../helpers/ceph.js';
+import { berthFor, delays, servedWhole } from './online-harness.js';
 import { buildImage, pushImageOK, putManifest, type Image } from '../helpers/images.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const sha = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
 
 async function manifestStatus(url: string, name: string, image: Image): Promise<number> {
   const res = await fetch(`${url}/v2/${name}/manifests/${image.digest}`, { method: 'HEAD', headers: { accept: image.mediaType } });
   return res.status;
-}
-
-/** the image and, recursively, its children are served whole, by digest; undefined, or what is wrong */
-async function servedWhole(url: string, name: string, image: Image): Promise<string | undefined> {
-  const manifest = await fetch(`${url}/v2/${name}/manifests/${image.digest}`, { headers: { accept: image.mediaType } });
-  if (manifest.status !== 200) return `${name}@${image.digest}: manifest ${manifest.status}`;
-  if (sha(Buffer.from(await manifest.arrayBuffer())) !== image.digest) return `${name}@${image.digest}: manifest bytes differ`;
-  for (const blob of image.blobs) {
-    const res = await fetch(`${url}/v2/${name}/blobs/${blob.digest}`);
-    if (res.status !== 200) return `${name}: blob ${blob.digest} ${res.status}`;
-    if (sha(Buffer.from(await res.arrayBuffer())) !== blob.digest) return `${name}: blob ${blob.digest} bytes differ`;
-  }
-  for (const child of image.children) {
-    const problem = await servedWhole(url, name, child);
-    if (problem) return `child of ${image.digest}: ${problem}`;
-  }
-  return undefined;
 }
 
 async function storedBlob(driver: StorageDriver, digest: string): Promise<boolean> {
@@ -50,21 +31,12 @@ async function storedBlob(driver: StorageDriver, digest: string): Promise<boolea
 
 for (const driver of ['filesystem', 's3'] as const) {
   describe(`online deletion of untagged manifests (${driver})`, () => {
-    // S3 keeps modification times to the second
-    const DELAY_MS = driver === 's3' ? 2000 : 1000;
-    const AGED_MS = DELAY_MS + (driver === 's3' ? 1200 : 200);
+    const { DELAY_MS, AGED_MS } = delays(driver);
     const CONFIG = { storage: { maintenance: { gc: { enabled: true, delay: `${DELAY_MS}ms`, deleteuntagged: true } } } };
     const collect = (d: StorageDriver, dryRun = false) => collectOnline(d, { delayMs: DELAY_MS, dryRun, deleteUntagged: true });
     after(() => (driver === 's3' ? stopSharedCeph() : undefined));
 
-    const withBerth = async (body: (berth: TestRegistry) => Promise<void>) => {
-      const berth = await startBerth(CONFIG, { driver });
-      try {
-        await body(berth);
-      } finally {
-        await berth.stop();
-      }
-    };
+    const withBerth = berthFor(CONFIG, driver);
 
     it('deletes old manifests no tag reaches and the blobs only they held; keeps tagged images, their children and referrers, and young manifests', async () => {
       await withBerth(async ({ url, app }) => {

@@ -17,28 +17,16 @@ import type { Digest } from '../../src/registry/digest.js';
 import { ForwardingDriver } from '../../src/storage/forwarding.js';
 import { unlessMissing, type StorageDriver } from '../../src/storage/driver.js';
 import { pushBlob } from '../helpers/blobs.js';
-import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { startBerth } from '../helpers/berth.js';
 import { stopSharedCeph } from '../helpers/ceph.js';
+import { berthFor, delays, servedWhole } from './online-harness.js';
 import { buildImage, pushImageOK, putManifest, type Image } from '../helpers/images.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const sha = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function stored(driver: StorageDriver, digest: string): Promise<boolean> {
   return (await unlessMissing(driver.stat(layout.blobData(digest as Digest)))) !== undefined;
-}
-
-/** the image is served whole: its manifest, and every blob by its digest */
-async function servedWhole(url: string, name: string, image: Image): Promise<string | undefined> {
-  const manifest = await fetch(`${url}/v2/${name}/manifests/${image.digest}`, { headers: { accept: image.mediaType } });
-  if (manifest.status !== 200) return `${name}@${image.digest}: manifest ${manifest.status}`;
-  if (sha(Buffer.from(await manifest.arrayBuffer())) !== image.digest) return `${name}@${image.digest}: manifest bytes differ`;
-  for (const blob of image.blobs) {
-    const res = await fetch(`${url}/v2/${name}/blobs/${blob.digest}`);
-    if (res.status !== 200) return `${name}: blob ${blob.digest} ${res.status}`;
-    if (sha(Buffer.from(await res.arrayBuffer())) !== blob.digest) return `${name}: blob ${blob.digest} bytes differ`;
-  }
-  return undefined;
 }
 
 async function pushBlobsOnly(url: string, name: string, image: Image): Promise<void> {
@@ -47,20 +35,11 @@ async function pushBlobsOnly(url: string, name: string, image: Image): Promise<v
 
 for (const driver of ['filesystem', 's3'] as const) {
   describe(`online garbage collection (${driver})`, () => {
-    // S3 keeps modification times to the second: a blob is older than the delay a second later
-    const DELAY_MS = driver === 's3' ? 2000 : 1000;
-    const AGED_MS = DELAY_MS + (driver === 's3' ? 1200 : 200);
+    const { DELAY_MS, AGED_MS } = delays(driver);
     const GC = { storage: { maintenance: { gc: { enabled: true, delay: `${DELAY_MS}ms` } } } };
     after(() => (driver === 's3' ? stopSharedCeph() : undefined));
 
-    const withBerth = async (body: (berth: TestRegistry) => Promise<void>) => {
-      const berth = await startBerth(GC, { driver });
-      try {
-        await body(berth);
-      } finally {
-        await berth.stop();
-      }
-    };
+    const withBerth = berthFor(GC, driver);
 
     it('moves unreferenced blobs older than the delay to the trash, deletes them at a later collection, keeps every referenced one', async () => {
       await withBerth(async ({ url, app }) => {

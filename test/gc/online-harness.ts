@@ -1,0 +1,46 @@
+/**
+ * What the online collection tests share: the delays per store (S3 keeps modification times to
+ * the second), a berth with online collection for one test, and whether an image is served whole.
+ */
+import { createHash } from 'node:crypto';
+import { startBerth, type Overrides, type TestRegistry } from '../helpers/berth.js';
+import type { Image } from '../helpers/images.js';
+
+export type OnlineStore = 'filesystem' | 's3';
+
+/** the collection delay of the tests, and how long to wait for something to be older than it */
+export function delays(driver: OnlineStore): { DELAY_MS: number; AGED_MS: number } {
+  const DELAY_MS = driver === 's3' ? 2000 : 1000;
+  return { DELAY_MS, AGED_MS: DELAY_MS + (driver === 's3' ? 1200 : 200) };
+}
+
+/** runs `body` with a berth configured by `overrides`, stopped however the body ends */
+export function berthFor(overrides: Overrides, driver: OnlineStore) {
+  return async (body: (berth: TestRegistry) => Promise<void>): Promise<void> => {
+    const berth = await startBerth(overrides, { driver });
+    try {
+      await body(berth);
+    } finally {
+      await berth.stop();
+    }
+  };
+}
+
+const sha = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
+
+/** the image (and, recursively, its children) is served whole by digest; undefined, or what is wrong */
+export async function servedWhole(url: string, name: string, image: Image): Promise<string | undefined> {
+  const manifest = await fetch(`${url}/v2/${name}/manifests/${image.digest}`, { headers: { accept: image.mediaType } });
+  if (manifest.status !== 200) return `${name}@${image.digest}: manifest ${manifest.status}`;
+  if (sha(Buffer.from(await manifest.arrayBuffer())) !== image.digest) return `${name}@${image.digest}: manifest bytes differ`;
+  for (const blob of image.blobs) {
+    const res = await fetch(`${url}/v2/${name}/blobs/${blob.digest}`);
+    if (res.status !== 200) return `${name}: blob ${blob.digest} ${res.status}`;
+    if (sha(Buffer.from(await res.arrayBuffer())) !== blob.digest) return `${name}: blob ${blob.digest} bytes differ`;
+  }
+  for (const child of image.children) {
+    const problem = await servedWhole(url, name, child);
+    if (problem) return `child of ${image.digest}: ${problem}`;
+  }
+  return undefined;
+}
