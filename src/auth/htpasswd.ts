@@ -1,7 +1,11 @@
 /**
  * An htpasswd file of bcrypt entries (`user:$2y$...`), as `htpasswd -B` writes it. Other hash
- * kinds (MD5 `$apr1$`, `{SHA}`, crypt, plain text) are refused: at start-up with the line number,
- * on a later reload by keeping the last good version and logging why.
+ * kinds (MD5 `$apr1$`, `{SHA}`, crypt, plain text) are refused: at start-up with the line number.
+ *
+ * A reload fails closed (docs/security.md): the file as it is now decides. A bad line refuses that
+ * entry (its user cannot log in until the line is fixed) and is logged with its line number; the
+ * other entries apply, so a user removed in the same edit loses access at once. A file that cannot
+ * be read refuses every login, loudly, until it can.
  *
  * The file is re-read when its modification time or size changes, checked on use at most once a
  * second of the injected clock (an idle registry stats nothing; tests advance a ManualClock). A
@@ -40,6 +44,12 @@ interface Loaded {
   size: number;
 }
 
+/** what a reload found: the entries that apply, and the lines refused */
+interface Reloaded {
+  loaded: Loaded;
+  problems: string[];
+}
+
 export class Htpasswd {
   private loaded: Loaded;
   private checkedAt: number;
@@ -52,7 +62,9 @@ export class Htpasswd {
     private readonly onReloadError: (err: Error) => void = () => {},
     private readonly clock: Clock = systemClock,
   ) {
-    this.loaded = load(path);
+    const { loaded, problems } = load(path);
+    if (problems.length > 0) throw new HtpasswdError(problems[0]);
+    this.loaded = loaded;
     this.checkedAt = clock.now();
   }
 
@@ -89,18 +101,30 @@ export class Htpasswd {
     const now = this.clock.now();
     if (now - this.checkedAt < CHECK_EVERY_MS) return;
     this.checkedAt = now;
+    let reloaded: Reloaded;
     try {
       const info = statSync(this.path);
       if (info.mtimeMs === this.loaded.mtimeMs && info.size === this.loaded.size) return;
-      this.loaded = load(this.path);
-      this.cache.clear();
+      reloaded = load(this.path);
     } catch (err) {
-      this.onReloadError(err as Error);
+      // unreadable (removed, permissions): nobody logs in until it reads again
+      const reason = err instanceof HtpasswdError ? err.message : `cannot read htpasswd file ${this.path}: ${(err as Error).message}`;
+      if (this.loaded.mtimeMs !== UNREADABLE) this.onReloadError(new HtpasswdError(`${reason}: every login is refused until the file reads again`));
+      this.loaded = { ...this.loaded, users: new Map(), mtimeMs: UNREADABLE, size: UNREADABLE };
+      this.cache.clear();
+      return;
     }
+    this.loaded = reloaded.loaded;
+    this.cache.clear();
+    if (reloaded.problems.length > 0) this.onReloadError(new HtpasswdError(`${reloaded.problems.length} entries refused until fixed (the rest of the file applies): ${reloaded.problems.join('; ')}`));
   }
 }
 
-function load(path: string): Loaded {
+/** the times of a file that could not be read: any readable version differs */
+const UNREADABLE = -1;
+
+/** the file's valid entries and what is wrong with the others, by line; throws when it cannot be read */
+function load(path: string): Reloaded {
   let text: string;
   let info;
   try {
@@ -110,29 +134,40 @@ function load(path: string): Loaded {
     throw new HtpasswdError(`cannot read htpasswd file ${path}: ${(err as Error).message}`);
   }
   const users = new Map<string, string>();
+  const twice = new Set<string>();
+  const problems: string[] = [];
   let cost = 10;
   text.split(/\r?\n/).forEach((line, index) => {
     const trimmed = line.trim();
     if (trimmed === '' || trimmed.startsWith('#')) return;
-    const colon = trimmed.indexOf(':');
     const where = `${path} line ${index + 1}`;
-    if (colon <= 0) throw new HtpasswdError(`${where}: expected "user:hash"`);
-    const user = trimmed.slice(0, colon);
-    const hash = trimmed.slice(colon + 1);
-    const m = BCRYPT.exec(hash);
-    if (!m) {
-      throw new HtpasswdError(
-        `${where}: the entry of user ${JSON.stringify(user)} is not a bcrypt hash (${hashKind(hash)}); berth accepts bcrypt only: recreate it with "htpasswd -B"`,
-      );
+    const problem = entryProblem(trimmed);
+    if (problem) return problems.push(`${where}: ${problem}`);
+    const user = trimmed.slice(0, trimmed.indexOf(':'));
+    const hash = trimmed.slice(trimmed.indexOf(':') + 1);
+    if (users.has(user)) {
+      twice.add(user);
+      return problems.push(`${where}: user ${JSON.stringify(user)} appears twice`);
     }
-    if (RESERVED.has(user)) throw new HtpasswdError(`${where}: ${JSON.stringify(user)} is reserved (auth.access uses it for ${user === '*' ? 'any authenticated user' : 'requests without credentials'}); rename the user`);
-    if (users.has(user)) throw new HtpasswdError(`${where}: user ${JSON.stringify(user)} appears twice`);
     users.set(user, hash);
-    cost = Number(m[1]);
+    cost = Number(BCRYPT.exec(hash)![1]);
   });
+  // a user named twice is refused altogether: which line is meant is not known
+  for (const user of twice) users.delete(user);
   // a hash of a random password at the file's cost: what unknown users are checked against
   const dummy = bcrypt.hashSync(randomBytes(16).toString('hex'), cost);
-  return { users, dummy, mtimeMs: info.mtimeMs, size: info.size };
+  return { loaded: { users, dummy, mtimeMs: info.mtimeMs, size: info.size }, problems };
+}
+
+/** what is wrong with one entry (`user:hash`) on its own, or undefined */
+function entryProblem(entry: string): string | undefined {
+  const colon = entry.indexOf(':');
+  if (colon <= 0) return 'expected "user:hash"';
+  const user = entry.slice(0, colon);
+  const hash = entry.slice(colon + 1);
+  if (!BCRYPT.test(hash)) return `the entry of user ${JSON.stringify(user)} is not a bcrypt hash (${hashKind(hash)}); berth accepts bcrypt only: recreate it with "htpasswd -B"`;
+  if (RESERVED.has(user)) return `${JSON.stringify(user)} is reserved (auth.access uses it for ${user === '*' ? 'any authenticated user' : 'requests without credentials'}); rename the user`;
+  return undefined;
 }
 
 function hashKind(hash: string): string {

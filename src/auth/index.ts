@@ -62,7 +62,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
   const auth = options.auth;
   const policy = new AccessPolicy(auth?.access);
   const htpasswd = auth?.htpasswd
-    ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file not reloaded: the previous version stays in use'), clock)
+    ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file: entries refused'), clock)
     : undefined;
   let issuer: TokenIssuer | undefined;
   let authorize: Auth['authorize'];

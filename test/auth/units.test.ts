@@ -1,6 +1,6 @@
 /** The parts of src/auth/ that need no server: access requests, auth.access, htpasswd, the in-memory bucket. */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile, utimes } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -120,25 +120,43 @@ describe('htpasswd', () => {
     assert.throws(() => new Htpasswd(join(dir, 'reserved')), /"anonymous" is reserved/);
   });
 
-  it('reloads the file when it changes and keeps the last good version when it breaks', async () => {
+  it('reloads the file when it changes; a reload with bad lines fails closed: those entries and removed users are refused, the rest apply', async () => {
     const path = join(dir, 'reload');
-    await writeHtpasswd(path, { alice: 'one' });
+    await writeHtpasswd(path, { alice: 'one', bob: 'builder', dave: 'diver' });
     const errors: Error[] = [];
     const clock = new ManualClock();
     const file = new Htpasswd(path, (err) => errors.push(err), clock);
     assert.equal(await file.verify('alice', 'one'), true);
-    await writeHtpasswd(path, { alice: 'two', carol: 'three' });
+    await writeHtpasswd(path, { alice: 'two', bob: 'builder', carol: 'three' });
     await utimes(path, new Date(), new Date(Date.now() + 5000));
     assert.equal(file.has('carol'), false, 'checked at most once a second');
     await clock.advance(1000);
     assert.equal(await file.verify('alice', 'two'), true);
     assert.equal(await file.verify('alice', 'one'), false, 'the remembered login went with the old file');
     assert.equal(await file.verify('carol', 'three'), true);
-    await writeFile(path, 'alice:$apr1$x$y\n');
+    assert.equal(await file.verify('dave', 'diver'), false, 'removed');
+
+    // one edit removes carol and breaks alice's line: carol is out, alice refused, bob still in
+    const bobLine = (await readFile(path, 'utf8')).split('\n').find((line) => line.startsWith('bob:'))!;
+    await writeFile(path, `alice:$apr1$x$y\n${bobLine}\n`);
     await utimes(path, new Date(), new Date(Date.now() + 10_000));
     await clock.advance(1000);
-    assert.equal(await file.verify('alice', 'two'), true, 'the previous version stays in use');
-    assert.match(errors[0]?.message ?? '', /not a bcrypt hash/);
+    assert.equal(await file.verify('carol', 'three'), false, 'a user removed in a broken edit loses access');
+    assert.equal(await file.verify('alice', 'two'), false, 'a broken entry is refused, not kept from the last version');
+    assert.equal(await file.verify('bob', 'builder'), true, 'the good lines apply');
+    assert.match(errors[0]?.message ?? '', /1 entries refused until fixed .*line 1: the entry of user "alice" is not a bcrypt hash/);
+
+    // unreadable: every login refused, said once; readable again: back
+    await rm(path);
+    await clock.advance(1000);
+    assert.equal(await file.verify('bob', 'builder'), false);
+    await clock.advance(1000);
+    assert.equal(file.has('bob'), false);
+    assert.equal(errors.length, 2, 'said once while it stays unreadable');
+    assert.match(errors[1].message, /cannot read htpasswd file .*every login is refused/);
+    await writeHtpasswd(path, { bob: 'builder' });
+    await clock.advance(1000);
+    assert.equal(await file.verify('bob', 'builder'), true);
   });
 
   it('a failed login costs about the same whether or not the user exists', async (t) => {
