@@ -1,8 +1,8 @@
 /**
  * `auth.access`: berth's own access rules. Repository globs (`**`, `team/*`, `team/app`) map users
  * (a name, `*` for any authenticated user, `anonymous` for requests without credentials) to
- * actions. The longest glob that matches a repository decides alone; within it, a user gets the
- * union of their own entry and `*`. Without `auth.access`, every authenticated user may do
+ * actions. The most specific glob that matches a repository decides alone, whatever the order of
+ * the file (specificity below); within it, a user gets the union of their own entry and `*`. Without `auth.access`, every authenticated user may do
  * everything and anonymous requests nothing.
  */
 import { repositoryGlob } from '../registry/names.js';
@@ -18,6 +18,22 @@ interface Rule {
 
 export const ANONYMOUS = 'anonymous';
 
+/**
+ * How specific a glob is: more literal characters first (an exact name beats every glob that
+ * matches it: `hr` beats `**` however they are listed), then fewer `**`, then fewer `*` (`team/*`
+ * beats `team/**`). Two globs that tie and both match a name are equally specific; the first
+ * listed decides (config check can not tell whether two such globs overlap).
+ */
+function specificity(glob: string): [literal: number, doubleStars: number, stars: number] {
+  const doubleStars = glob.split('**').length - 1;
+  const stars = glob.split('*').length - 1 - 2 * doubleStars;
+  return [glob.replace(/\*/g, '').length, doubleStars, stars];
+}
+
+function compareSpecificity(a: ReturnType<typeof specificity>, b: ReturnType<typeof specificity>): number {
+  return b[0] - a[0] || a[1] - b[1] || a[2] - b[2];
+}
+
 export class AccessPolicy {
   private readonly rules: Rule[];
 
@@ -28,8 +44,7 @@ export class AccessPolicy {
         ? [{ glob: '**', pattern: /^.*$/, users: { '*': [...REPOSITORY_ACTIONS] } }]
         : Object.entries(rules)
             .map(([glob, users]) => ({ glob, pattern: repositoryGlob(glob), users }))
-            // longest glob first; the order of the file breaks ties
-            .sort((a, b) => b.glob.length - a.glob.length);
+            .sort((a, b) => compareSpecificity(specificity(a.glob), specificity(b.glob)));
   }
 
   /** the actions `user` (undefined: anonymous) may take on repository `name` */

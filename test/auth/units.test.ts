@@ -56,6 +56,23 @@ describe('auth.access', () => {
   });
   const actions = (user: string | undefined, name: string) => [...policy.actions(user, name)].sort();
 
+  it('the most specific rule decides, whatever the order of the file (an exact name beats ** listed first)', () => {
+    const orders = [
+      { '**': { '*': ['pull', 'push'] }, hr: { alice: ['pull'] }, 'team/**': { bob: ['pull'] }, 'team/*': { carol: ['pull'] } },
+      { 'team/*': { carol: ['pull'] }, hr: { alice: ['pull'] }, 'team/**': { bob: ['pull'] }, '**': { '*': ['pull', 'push'] } },
+    ] as const;
+    for (const rules of orders) {
+      const p = new AccessPolicy(rules as unknown as ConstructorParameters<typeof AccessPolicy>[0]);
+      const of = (user: string, name: string) => [...p.actions(user, name)].sort();
+      assert.deepEqual(of('mallory', 'hr'), [], 'hr names no mallory and no `*`: ** does not apply');
+      assert.deepEqual(of('alice', 'hr'), ['pull']);
+      assert.deepEqual(of('carol', 'team/app'), ['pull'], 'team/* beats team/**');
+      assert.deepEqual(of('bob', 'team/app'), []);
+      assert.deepEqual(of('bob', 'team/app/sub'), ['pull'], 'only team/** matches two components');
+      assert.deepEqual(of('mallory', 'other'), ['pull', 'push']);
+    }
+  });
+
   it('the longest matching glob decides alone', () => {
     assert.deepEqual(actions('admin', 'other'), ['delete', 'pull', 'push']);
     assert.deepEqual(actions('admin', 'team/app'), ['pull'], 'team/* names no admin entry: only its `*` entry applies, ** does not');
