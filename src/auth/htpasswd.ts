@@ -17,7 +17,7 @@
  * with every request of a push and bcrypt costs tens of milliseconds of CPU each time. Failures
  * are never cached: a wrong password always costs a full bcrypt. Any reload empties the cache.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import bcrypt from 'bcryptjs';
 import { systemClock, type Clock } from '../scheduler/clock.js';
@@ -72,6 +72,16 @@ export class Htpasswd {
   has(user: string): boolean {
     this.maybeReload();
     return this.loaded.users.has(user);
+  }
+
+  /**
+   * a digest of the user's current entry (undefined when none): what a refresh token is bound to,
+   * so a changed password or a removed user revokes the refresh tokens issued before
+   */
+  credential(user: string): string | undefined {
+    this.maybeReload();
+    const hash = this.loaded.users.get(user);
+    return hash === undefined ? undefined : createHash('sha256').update(hash).digest('base64url').slice(0, 22);
   }
 
   get size(): number {

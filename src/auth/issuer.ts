@@ -146,8 +146,9 @@ export class TokenIssuer {
     return `${this.options.service}#refresh`;
   }
 
+  /** bound to the user's current htpasswd entry (`cred`): a new password or a removed user revokes it */
   private refreshToken(user: string, now: number): Promise<string> {
-    return new SignJWT({})
+    return new SignJWT({ cred: this.options.htpasswd.credential(user) })
       .setProtectedHeader({ alg: this.alg, kid: this.kid, typ: 'JWT' })
       .setIssuer(this.options.issuer)
       .setAudience(this.refreshAudience())
@@ -158,11 +159,12 @@ export class TokenIssuer {
       .sign(this.privateKey);
   }
 
-  /** the user of a refresh token this issuer made; the user must still be in the htpasswd file */
+  /** the user of a refresh token this issuer made; the user's htpasswd entry must be the one it was issued for */
   private async verifyRefresh(token: string): Promise<string> {
     let sub: unknown;
+    let cred: unknown;
     try {
-      ({ payload: { sub } } = await jwtVerify(token, this.publicKey, {
+      ({ payload: { sub, cred } } = await jwtVerify(token, this.publicKey, {
         issuer: this.options.issuer,
         audience: this.refreshAudience(),
         algorithms: [this.alg],
@@ -173,6 +175,9 @@ export class TokenIssuer {
     }
     if (typeof sub !== 'string' || !this.options.htpasswd.has(sub)) {
       throw new RegistryError('UNAUTHORIZED', 'the refresh token names no current user', { headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` } });
+    }
+    if (typeof cred !== 'string' || cred !== this.options.htpasswd.credential(sub)) {
+      throw new RegistryError('UNAUTHORIZED', "the refresh token was issued for the user's previous password: log in again", { headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` } });
     }
     return sub;
   }

@@ -323,5 +323,35 @@ describe('token authentication', needTool('openssl', 'certificates for x5c chain
       assert.equal((await post({ grant_type: 'refresh_token', refresh_token: full, service: SERVICE })).status, 401, 'an access token is no refresh token');
       assert.equal((await post({ grant_type: 'client_credentials', service: SERVICE })).status, 400);
     });
+
+    it('revokes refresh tokens when the password changes or the user is removed', async () => {
+      const post = (form: Record<string, string>) =>
+        fetch(`${registry.url}/auth/token`, { method: 'POST', body: new URLSearchParams(form), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const login = async (password: string) => {
+        const res = await post({ grant_type: 'password', username: 'reader', password, service: SERVICE, access_type: 'offline', client_id: 'test' });
+        assert.equal(res.status, 200);
+        return ((await res.json()) as TokenBody).refresh_token!;
+      };
+      const refresh = (token: string) => post({ grant_type: 'refresh_token', refresh_token: token, service: SERVICE, scope: 'repository:team/app:pull', client_id: 'test' });
+      const path = join(dir, 'htpasswd');
+      const old = await login('reader-pw');
+      assert.equal((await refresh(old)).status, 200);
+      try {
+        await writeHtpasswd(path, { ...USERS, reader: 'a-new-password' });
+        await new Promise((resolve) => setTimeout(resolve, 1100)); // the file is checked once a second
+        const refused = await refresh(old);
+        assert.equal(refused.status, 401);
+        assert.match(((await refused.json()) as { errors: { message: string }[] }).errors[0].message, /previous password: log in again/);
+        const fresh = await login('a-new-password');
+        assert.equal((await refresh(fresh)).status, 200);
+        const { reader: _removed, ...others } = USERS;
+        await writeHtpasswd(path, others);
+        await new Promise((resolve) => setTimeout(resolve, 1100));
+        assert.equal((await refresh(fresh)).status, 401, 'a removed user');
+      } finally {
+        await writeHtpasswd(path, USERS);
+        await new Promise((resolve) => setTimeout(resolve, 1100));
+      }
+    });
   });
 });
