@@ -186,7 +186,14 @@ const storage = z
         expiry: duration.prefault('20m'),
       })
       .prefault({}),
-    cache: z.strictObject({ blobdescriptor: z.enum(['inmemory', 'redis'], { message: 'expected inmemory or redis' }).optional() }).optional(),
+    /** the metadata cache (src/registry/directory-cache.ts): always on; these keys bound and share it */
+    cache: z
+      .strictObject({
+        blobdescriptor: z.enum(['inmemory', 'redis'], { message: 'expected inmemory or redis' }).optional(),
+        /** Distribution 3's key: entries kept (0: no limit, which berth caps at 1,000,000) */
+        blobdescriptorsize: z.number().int().min(0).optional(),
+      })
+      .optional(),
     tag: z.strictObject({ concurrencylimit: harmless }).optional(),
     maintenance: z
       .strictObject({

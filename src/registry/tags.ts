@@ -16,6 +16,7 @@ import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import type { Digest } from './digest.js';
 import * as layout from './layout.js';
 import { readLink, writeLink } from './links.js';
+import { DirectoryCache } from './directory-cache.js';
 import { ListingCache, type ListingCacheLimits } from './listing-cache.js';
 import { checkRepository } from './repositories.js';
 
@@ -38,11 +39,15 @@ export class TagStore {
   /** listings under way, by tags directory, with the token they were started under */
   private readonly reading = new Map<string, { version: string; names: Promise<readonly string[]> }>();
 
+  /** what each tag's `current` link names (directory-cache.ts) */
+  private readonly links: DirectoryCache;
+
   constructor(
     private readonly driver: StorageDriver,
-    options: { cache?: ListingCacheLimits } = {},
+    options: { cache?: ListingCacheLimits; links?: DirectoryCache } = {},
   ) {
     this.cache = new ListingCache(options.cache ?? TAG_CACHE_LIMITS);
+    this.links = options.links ?? new DirectoryCache(driver);
   }
 
   /** points `tag` at the manifest `digest` (which must be stored), replacing what it named */
@@ -54,7 +59,7 @@ export class TagStore {
 
   /** the digest `tag` names; undefined when there is no such tag */
   resolve(name: string, tag: string): Promise<Digest | undefined> {
-    return readLink(this.driver, layout.tagCurrentLink(name, tag));
+    return this.links.read(layout.tagCurrentDir(name, tag), 'link', undefined, () => readLink(this.driver, layout.tagCurrentLink(name, tag)));
   }
 
   /** removes every tag that currently names `digest` (a tag that named it before stays) */

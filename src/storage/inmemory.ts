@@ -37,12 +37,12 @@ class MemDir {
   readonly modTime = new Date();
   /** unique among all in-memory directories, so a directory made anew never repeats a token */
   readonly id = ++dirsMade;
-  /** counts additions and removals of children (childrenVersion) */
+  /** counts additions, replacements and removals of children (childrenVersion) */
   changes = 0;
 
-  /** sets a child; a name not there before counts as a change, a replaced file does not */
+  /** sets a child, new or replacing one (putContent, move): a change either way */
   set(name: string, node: MemFile | MemDir): void {
-    if (!this.children.has(name)) this.changes++;
+    this.changes++;
     this.children.set(name, node);
   }
 
@@ -155,7 +155,7 @@ export class InMemoryDriver extends BaseDriver {
     return [...this.dir(path).children.keys()].sort();
   }
 
-  /** exact: the directory's identity and its count of added and removed children */
+  /** exact: the directory's identity and its count of added, replaced and removed children */
   protected async _childrenVersion(path: string): Promise<string | undefined> {
     const dir = this.dir(path);
     return `${dir.id}:${dir.changes}`;
