@@ -151,20 +151,22 @@ describe('Catalog at scale: 100,000 repositories in memory', () => {
   const TOTAL = 100_000;
   const driver = new InMemoryDriver();
   const names: string[] = [];
-  const calls = { listNames: 0, other: 0 };
+  /** versions: childrenVersion, taken for the big directories only (the top, the teams) */
+  const calls = { listNames: 0, versions: 0, other: 0 };
   const counted = new Proxy(driver, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         if (prop === 'listNames') calls.listNames++;
+        else if (prop === 'childrenVersion') calls.versions++;
         else calls.other++;
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
   });
   const catalog = new Catalog(counted);
-  const reset = () => Object.assign(calls, { listNames: 0, other: 0 });
+  const reset = () => Object.assign(calls, { listNames: 0, versions: 0, other: 0 });
 
   before(async () => {
     // 100 teams of 999 repositories, 100 top-level ones, and 'team-NN' itself a repository for every tenth team
@@ -190,7 +192,26 @@ describe('Catalog at scale: 100,000 repositories in memory', () => {
     // one listing per repository directory over all pages, plus the top and team directories of each page
     console.log(`# whole catalog, ${pages} pages: ${calls.listNames} listings (${(calls.listNames / TOTAL).toFixed(3)} per repository)`);
     assert.ok(calls.listNames < 1.01 * TOTAL, `listings ${calls.listNames}`);
+    assert.ok(calls.versions <= 3 * pages, `tokens ${calls.versions}: the top and at most two team directories a page`);
     assert.equal(calls.other, 0);
+  });
+
+  it('a big directory that has not changed is not listed again: a team directory comes from the cache', async () => {
+    const last = 'team-05/app-0100';
+    await catalog.page({ n: 10, last });
+    reset();
+    const page = await catalog.page({ n: 10, last });
+    assert.deepEqual(page.repositories, names.slice(names.indexOf(last) + 1, names.indexOf(last) + 11));
+    // the top (200 names: small, listed), `last` itself (for names nested in it) and the eleven
+    // repositories after it (the 11th tells `more`); team-05's 999 names come from the cache after its token
+    assert.deepEqual({ ...calls }, { listNames: 13, versions: 1, other: 0 });
+    await driver.putContent(layout.manifestRevisionLink('team-05/app-0100a', DIGEST), linkContent(DIGEST));
+    try {
+      assert.deepEqual((await catalog.page({ n: 1, last })).repositories, ['team-05/app-0100a'], 'a repository added since is listed at once');
+    } finally {
+      await driver.delete(layout.repository('team-05/app-0100a'));
+    }
+    assert.deepEqual((await catalog.page({ n: 1, last })).repositories, ['team-05/app-0101'], 'and gone at once');
   });
 
   it('one page with last near the end reads only about that page, not the whole tree', async () => {

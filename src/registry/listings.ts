@@ -1,0 +1,90 @@
+/**
+ * Directory listings read through a ListingCache: the tag lists, and the catalog's big directories
+ * (the top of `repositories/` and namespaces with thousands of repositories). A listing is served
+ * from the cache while the driver hands out the same childrenVersion token for the directory (see
+ * docs/decisions.md, "Tags and catalog"); the filesystem vouches once a directory is 2 s past its
+ * last change, the in-memory driver always, S3 never.
+ */
+import { unlessMissing, type StorageDriver } from '../storage/driver.js';
+import { ListingCache, type ListingCacheLimits } from './listing-cache.js';
+
+export interface ListingsOptions {
+  limits: ListingCacheLimits;
+  /**
+   * Only directories last seen with at least this many names are cached (default 0: all). A small
+   * directory costs one call to list, the same as the token: taking the token first would double
+   * it, so a directory is read plainly until a listing shows it is big.
+   */
+  minNames?: number;
+}
+
+export class Listings {
+  private readonly cache: ListingCache;
+  /** listings under way, by directory, with the token they were started under */
+  private readonly reading = new Map<string, { version: string; names: Promise<readonly string[] | undefined> }>();
+  private readonly minNames: number;
+  /** directories whose last listing had at least minNames names (in order of insertion, bounded) */
+  private readonly big = new Set<string>();
+
+  constructor(
+    private readonly driver: StorageDriver,
+    options: ListingsOptions,
+  ) {
+    this.cache = new ListingCache(options.limits);
+    this.minNames = options.minNames ?? 0;
+  }
+
+  /** the sorted names in `dir` (frozen: shared with the cache); undefined when it does not exist */
+  async names(dir: string): Promise<readonly string[] | undefined> {
+    if (this.minNames > 0 && !this.big.has(dir)) return this.plain(dir);
+    // taken before the listing, so a change during the listing makes the next token differ
+    const version = await unlessMissing(this.driver.childrenVersion(dir));
+    if (version === undefined) {
+      this.cache.delete(dir); // gone, or changed too recently: what it holds is of no more use
+      return this.plain(dir);
+    }
+    const cached = this.cache.get(dir, version);
+    if (cached !== undefined) return cached;
+    // Requests that got the same token share one listing: it was read after that token was first
+    // handed out, and nothing changed until this request got it. (A restart under load reads the
+    // directory once, not once per waiting request.)
+    const pending = this.reading.get(dir);
+    if (pending?.version === version) return pending.names;
+    const names = this.read(dir, version);
+    this.reading.set(dir, { version, names });
+    try {
+      return await names;
+    } finally {
+      if (this.reading.get(dir)?.names === names) this.reading.delete(dir);
+    }
+  }
+
+  /** listings and names in the cache */
+  get size(): { entries: number; names: number } {
+    return this.cache.size;
+  }
+
+  private async plain(dir: string): Promise<readonly string[] | undefined> {
+    const names = await unlessMissing(this.driver.listNames(dir));
+    if (names !== undefined) this.sized(dir, names.length);
+    return names && Object.freeze(names);
+  }
+
+  private async read(dir: string, version: string): Promise<readonly string[] | undefined> {
+    const names = await unlessMissing(this.driver.listNames(dir));
+    if (names === undefined) return undefined;
+    this.sized(dir, names.length);
+    return names.length >= this.minNames ? this.cache.set(dir, version, names) : Object.freeze(names);
+  }
+
+  /** remembers whether `dir` is big enough to cache */
+  private sized(dir: string, count: number): void {
+    if (this.minNames === 0) return;
+    if (count < this.minNames) {
+      this.big.delete(dir);
+      return;
+    }
+    this.big.add(dir);
+    if (this.big.size > this.cache.limits.maxEntries) this.big.delete(this.big.values().next().value!);
+  }
+}
