@@ -89,7 +89,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor), figures };
   for (const parts of enabled) parts.attach?.(running);
 
-  const links = new DirectoryCache(driver, cacheEntries(config.storage.cache));
+  const sharedCache = enabled.find((parts) => parts.sharedCache)?.sharedCache;
+  const links = new DirectoryCache(driver, cacheEntries(config.storage.cache), sharedCache);
   const blobs = new BlobStore(driver, enabled.find((parts) => parts.blobGuard)?.blobGuard?.(driver), { links });
   const purging = config.storage.maintenance.uploadpurging;
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
@@ -99,6 +100,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     schema1: config.compatibility.schema1.enabled,
     now: () => scheduler.clock.now(),
     revisions: links,
+    shared: sharedCache,
   });
   const stored = new StoredContent(blobs, manifests, tags);
   const core = { driver, blobs, uploads, manifests, tags, logger };

@@ -631,6 +631,10 @@ export const configSchema = z.strictObject({
   proxy: proxy.optional(),
   middleware,
 })
+  .refine((c) => c.storage.cache?.blobdescriptor !== 'redis' || c.redis !== undefined, {
+    message: 'redis shares the metadata cache through the Redis server of the redis block: set redis.addr, or use inmemory',
+    path: ['storage', 'cache', 'blobdescriptor'],
+  })
   // Distribution reads the deprecated top-level loglevel when log.level is not set
   .transform(({ log, ...rest }) => ({ ...rest, log: { ...log, level: log.level ?? rest.loglevel ?? ('info' as const) } }));
 

@@ -11,6 +11,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import type { SharedCache } from './shared-cache.js';
 
 /** default bound: a key is a path of some 150 characters, so 20,000 entries are about 6-8 MiB */
 export const DIRECTORY_CACHE_ENTRIES = 20_000;
@@ -26,6 +27,8 @@ export class DirectoryCache {
   constructor(
     private readonly driver: StorageDriver,
     readonly maxEntries = DIRECTORY_CACHE_ENTRIES,
+    /** the entries of every instance (storage.cache.blobdescriptor: redis), behind this process's own */
+    private readonly shared?: SharedCache,
   ) {
     this.entries = new LRUCache({ max: Math.max(1, maxEntries) });
   }
@@ -50,11 +53,26 @@ export class DirectoryCache {
       this.entries.delete(id); // changed too recently (or a driver that never vouches)
       return load();
     }
-    const hit = this.entries.get(id);
-    if (hit?.version === version) return hit.value as T;
+    const hit = this.entries.get(id) ?? (await this.fromShared(id));
+    if (hit?.version === version) {
+      this.entries.set(id, hit);
+      return hit.value as T;
+    }
     const value = await load();
     this.entries.set(id, { version, value });
+    // undefined is left out by JSON: it reads back as undefined
+    this.shared?.set(`dir:${id}`, Buffer.from(JSON.stringify({ version, value })));
     return value;
+  }
+
+  private async fromShared(id: string): Promise<Entry | undefined> {
+    const stored = await this.shared?.get(`dir:${id}`);
+    if (stored === undefined) return undefined;
+    try {
+      return JSON.parse(stored.toString()) as Entry;
+    } catch {
+      return undefined; // not ours (written by another program under the prefix): read from storage
+    }
   }
 
   /** entries held, for tests and metrics */

@@ -7,6 +7,7 @@ import * as layout from './layout.js';
 import { LRUCache } from 'lru-cache';
 import type { BlobStore } from './blobs.js';
 import { DirectoryCache } from './directory-cache.js';
+import type { SharedCache } from './shared-cache.js';
 import { isDigest, sha256, type Digest } from './digest.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
@@ -41,6 +42,8 @@ export interface ManifestStoreOptions {
   revisions?: DirectoryCache;
   /** bytes of manifest content kept by digest (default MANIFEST_CACHE_BYTES; 0: none) */
   contentCacheBytes?: number;
+  /** manifest content of every instance (storage.cache.blobdescriptor: redis), behind this process's own */
+  shared?: SharedCache;
 }
 
 /** default bound of the manifest content kept in memory */
@@ -193,12 +196,22 @@ export class ManifestStore {
   }
 
   private async readContent(digest: Digest, name: string, reference: Reference): Promise<Buffer> {
-    const cached = this.contents?.get(digest);
-    if (cached) return cached;
+    const cached = this.contents?.get(digest) ?? (await this.sharedContent(digest));
+    if (cached) {
+      this.contents?.set(digest, cached);
+      return cached;
+    }
     const content = await unlessMissing(this.driver.getContent(layout.blobData(digest)));
     if (!content) throw await this.unknown(name, reference);
     this.contents?.set(digest, content);
+    this.options.shared?.set(`manifest:${digest}`, content);
     return content;
+  }
+
+  /** content from the shared cache, if it is what `digest` names (anything else there is ignored) */
+  private async sharedContent(digest: Digest): Promise<Buffer | undefined> {
+    const content = await this.options.shared?.get(`manifest:${digest}`);
+    return content && sha256(content) === digest ? content : undefined;
   }
 
   /** MANIFEST_UNKNOWN, or NAME_UNKNOWN when the repository itself does not exist */
