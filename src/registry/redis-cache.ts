@@ -5,9 +5,9 @@
  * not queued while Redis is unreachable: a request then reads storage, as without the cache, and
  * a warning is logged at most once a minute. Loaded by features/redis.ts only when configured.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { RedisOptions } from '../auth/ratelimit-redis.js';
+import { connectRedis, type RedisOptions } from '../redis-client.js';
 import type { SharedCache } from './shared-cache.js';
 
 const PREFIX = 'berth:cache:';
@@ -22,19 +22,7 @@ export class RedisSharedCache implements SharedCache {
     server: RedisOptions,
     private readonly logger: Logger,
   ) {
-    this.redis = new Redis({
-      host: server.host,
-      port: server.port,
-      username: server.username,
-      password: server.password,
-      db: server.db,
-      connectionName: server.clientName,
-      tls: server.tls,
-      connectTimeout: server.connectTimeoutMs,
-      commandTimeout: server.commandTimeoutMs,
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false, // unreachable: miss at once, do not wait for a reconnection
-    });
+    this.redis = connectRedis(server, false); // unreachable: miss at once, do not wait for a reconnection
     this.redis.on('error', (err) => this.warn(err));
   }
 

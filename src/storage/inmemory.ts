@@ -2,6 +2,7 @@
  * Keeps everything in a tree of Maps: for tests and throwaway registries. Directories exist only
  * while something lies below them, as in an object store.
  */
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { BaseDriver } from './base.js';
 import {
@@ -31,6 +32,8 @@ class MemFile {
 }
 
 let dirsMade = 0;
+/** names this process's in-memory directories in childrenVersion tokens */
+const STORE_ID = randomBytes(6).toString('hex');
 
 class MemDir {
   readonly children = new Map<string, MemFile | MemDir>();
@@ -155,10 +158,14 @@ export class InMemoryDriver extends BaseDriver {
     return [...this.dir(path).children.keys()].sort();
   }
 
-  /** exact: the directory's identity and its count of added, replaced and removed children */
+  /**
+   * exact: the directory's identity and its count of added, replaced and removed children, after
+   * a random name of this process's store, so tokens of two stores never match (the metadata
+   * cache can be shared between processes through Redis)
+   */
   protected async _childrenVersion(path: string): Promise<string | undefined> {
     const dir = this.dir(path);
-    return `${dir.id}:${dir.changes}`;
+    return `${STORE_ID}:${dir.id}:${dir.changes}`;
   }
 
   protected async _move(src: string, dst: string): Promise<void> {
