@@ -1,9 +1,8 @@
 /**
- * Directory listings read through a ListingCache: the tag lists, and the catalog's big directories
- * (the top of `repositories/` and namespaces with thousands of repositories). A listing is served
- * from the cache while the driver hands out the same childrenVersion token for the directory (see
- * docs/decisions.md, "Tags and catalog"); the filesystem vouches once a directory is 2 s past its
- * last change, the in-memory driver always, S3 never.
+ * Directory listings read through a ListingCache: the tag lists and the catalog's directories. A
+ * listing is served from the cache while the driver hands out the same childrenVersion token for
+ * the directory (see docs/decisions.md, "Tags and catalog"); the filesystem vouches once a
+ * directory is 2 s past its last change, the in-memory driver always, S3 never.
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import { ListingCache, type ListingCacheLimits } from './listing-cache.js';
@@ -11,32 +10,36 @@ import { ListingCache, type ListingCacheLimits } from './listing-cache.js';
 export interface ListingsOptions {
   limits: ListingCacheLimits;
   /**
-   * Only directories last seen with at least this many names are cached (default 0: all). A small
-   * directory costs one call to list, the same as the token: taking the token first would double
-   * it, so a directory is read plainly until a listing shows it is big.
+   * false (default): every directory goes through the cache from its first listing. true: a
+   * directory is listed plainly the first time and cached from its second listing on: the token
+   * costs a call of its own, which a directory listed once (a catalog paged through once) would
+   * pay for nothing.
    */
-  minNames?: number;
+  cacheWhenSeenTwice?: boolean;
 }
 
 export class Listings {
   private readonly cache: ListingCache;
   /** listings under way, by directory, with the token they were started under */
   private readonly reading = new Map<string, { version: string; names: Promise<readonly string[] | undefined> }>();
-  private readonly minNames: number;
-  /** directories whose last listing had at least minNames names (in order of insertion, bounded) */
-  private readonly big = new Set<string>();
+  /** with cacheWhenSeenTwice: directories listed plainly once (in order of insertion, bounded) */
+  private readonly seen?: Set<string>;
 
   constructor(
     private readonly driver: StorageDriver,
     options: ListingsOptions,
   ) {
     this.cache = new ListingCache(options.limits);
-    this.minNames = options.minNames ?? 0;
+    if (options.cacheWhenSeenTwice) this.seen = new Set();
   }
 
   /** the sorted names in `dir` (frozen: shared with the cache); undefined when it does not exist */
   async names(dir: string): Promise<readonly string[] | undefined> {
-    if (this.minNames > 0 && !this.big.has(dir)) return this.plain(dir);
+    if (this.seen && !this.seen.has(dir)) {
+      this.seen.add(dir);
+      if (this.seen.size > this.cache.limits.maxEntries) this.seen.delete(this.seen.values().next().value!);
+      return this.plain(dir);
+    }
     // taken before the listing, so a change during the listing makes the next token differ
     const version = await unlessMissing(this.driver.childrenVersion(dir));
     if (version === undefined) {
@@ -66,25 +69,11 @@ export class Listings {
 
   private async plain(dir: string): Promise<readonly string[] | undefined> {
     const names = await unlessMissing(this.driver.listNames(dir));
-    if (names !== undefined) this.sized(dir, names.length);
     return names && Object.freeze(names);
   }
 
   private async read(dir: string, version: string): Promise<readonly string[] | undefined> {
     const names = await unlessMissing(this.driver.listNames(dir));
-    if (names === undefined) return undefined;
-    this.sized(dir, names.length);
-    return names.length >= this.minNames ? this.cache.set(dir, version, names) : Object.freeze(names);
-  }
-
-  /** remembers whether `dir` is big enough to cache */
-  private sized(dir: string, count: number): void {
-    if (this.minNames === 0) return;
-    if (count < this.minNames) {
-      this.big.delete(dir);
-      return;
-    }
-    this.big.add(dir);
-    if (this.big.size > this.cache.limits.maxEntries) this.big.delete(this.big.values().next().value!);
+    return names === undefined ? undefined : this.cache.set(dir, version, names);
   }
 }
