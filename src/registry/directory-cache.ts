@@ -30,7 +30,9 @@ export class DirectoryCache {
     /** the entries of every instance (storage.cache.blobdescriptor: redis), behind this process's own */
     private readonly shared?: SharedCache,
   ) {
-    this.entries = new LRUCache({ max: Math.max(1, maxEntries) });
+    // bounded by a size of 1 an entry rather than `max`, which allocates its arrays up front
+    // (26 MiB for 1,000,000 entries) instead of as entries come
+    this.entries = new LRUCache({ maxSize: Math.max(1, maxEntries), sizeCalculation: () => 1 });
   }
 
   /**

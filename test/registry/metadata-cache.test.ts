@@ -198,3 +198,22 @@ for (const [driverName, setup] of setups) {
     });
   });
 }
+
+describe('DirectoryCache bounds', () => {
+  it('keeps at most maxEntries entries, the least recently used going first', async () => {
+    const { driver, reads } = counting(new InMemoryDriver());
+    for (const d of ['a', 'b', 'c']) await driver.putContent(`/${d}/link`, Buffer.from(d));
+    const cache = new DirectoryCache(driver, 2);
+    const read = (d: string) => cache.read(`/${d}`, 'link', undefined, async () => (await driver.getContent(`/${d}/link`)).toString());
+    assert.equal(await read('a'), 'a');
+    assert.equal(await read('b'), 'b');
+    assert.equal(await read('a'), 'a'); // used again: b is now the oldest
+    assert.equal(await read('c'), 'c');
+    assert.equal(cache.size, 2);
+    const before = reads();
+    assert.equal(await read('a'), 'a');
+    assert.equal(reads(), before, 'a stayed');
+    assert.equal(await read('b'), 'b');
+    assert.equal(reads(), before + 1, 'b was dropped and read again');
+  });
+});
