@@ -105,6 +105,7 @@ async function checkConfig(file: string): Promise<number> {
 
 /** offline collection: refused unless the configuration is read-only (docs/decisions.md, "Garbage collection (offline)") */
 async function garbageCollect(argv: string[]): Promise<number> {
+  startupDone(); // a collection allocates much while it walks the storage: V8's usual young generation
   const args = parseCollectArgs(argv);
   if (typeof args === 'string') {
     console.error(`berth garbage-collect: ${args}\n${USAGE}`);
