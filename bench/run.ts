@@ -32,7 +32,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PatternBlob, REPO_ROOT } from '../test/helpers/berth-process.js';
+import { PatternBlob, readProcessMemory, REPO_ROOT } from '../test/helpers/berth-process.js';
 import { writeOCILayout } from '../test/helpers/oci-layout.js';
 import { toolAvailable } from '../test/helpers/tools.js';
 import { linkBlob, PULL_REPO, smallImage, writeBlobFile, writeSmallFixtures } from './lib/fixtures.js';
@@ -198,6 +198,10 @@ async function main(): Promise<number> {
       const distribution = await startDistribution(backends.distribution);
       running.push(distribution);
       log(`${what}: berth ${berth.url} (pid ${berth.pid}), Distribution ${distribution.url} (pid ${distribution.pid})`);
+      // idle RSS: started, answered GET /v2/ (the start-up check), nothing else yet
+      await Promise.all([settle(berth.pid), settle(distribution.pid)]);
+      const idle = (pid: number) => (readProcessMemory(pid).rss / MiB).toFixed(0);
+      notes.push(`${what}: RSS at idle after start (one GET /v2/): berth ${idle(berth.pid)} MiB, Distribution ${idle(distribution.pid)} MiB.`);
       return { berth, distribution };
     };
     const stopAll = async () => {

@@ -29,6 +29,7 @@ import { createLogger } from './log.js';
 import { Notifier } from './notifications/notifier.js';
 import { BlobStore } from './registry/blobs.js';
 import { Catalog } from './registry/catalog.js';
+import { DirectoryCache, DIRECTORY_CACHE_ENTRIES } from './registry/directory-cache.js';
 import { StoredContent, type ContentSource } from './registry/content.js';
 import { TagStore } from './registry/tags.js';
 import { ManifestStore } from './registry/manifest-store.js';
@@ -88,14 +89,18 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor), figures };
   for (const parts of enabled) parts.attach?.(running);
 
-  const blobs = new BlobStore(driver, enabled.find((parts) => parts.blobGuard)?.blobGuard?.(driver));
+  const sharedCache = enabled.find((parts) => parts.sharedCache)?.sharedCache;
+  const links = new DirectoryCache(driver, cacheEntries(config.storage.cache), sharedCache);
+  const blobs = new BlobStore(driver, enabled.find((parts) => parts.blobGuard)?.blobGuard?.(driver), { links });
   const purging = config.storage.maintenance.uploadpurging;
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
-  const tags = new TagStore(driver);
+  const tags = new TagStore(driver, { links });
   const manifests = new ManifestStore(driver, blobs, tags, {
     urlPolicy: config.validation.disabled ? undefined : urlPolicy(config),
     schema1: config.compatibility.schema1.enabled,
     now: () => scheduler.clock.now(),
+    revisions: links,
+    shared: sharedCache,
   });
   const stored = new StoredContent(blobs, manifests, tags);
   const core = { driver, blobs, uploads, manifests, tags, logger };
@@ -203,6 +208,12 @@ function bind(server: Server, host: string, port: number, key: string): Promise<
       resolve();
     });
   });
+}
+
+/** storage.cache.blobdescriptorsize: Distribution's 0 ("no limit") is a large bound here, an entry costs memory */
+function cacheEntries(cache: Config['storage']['cache']): number {
+  const size = cache?.blobdescriptorsize ?? DIRECTORY_CACHE_ENTRIES;
+  return size === 0 ? 1_000_000 : size;
 }
 
 /** the drivers that need no feature: filesystem (the default) and inmemory */

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-/** The `berth` command: serve, config check|schema, garbage-collect, uploads purge. Exit codes: 0 done, 1 failed, 2 bad usage. */
+/** The `berth` command: serve, config check|schema, garbage-collect, verify, uploads purge. Exit codes: 0 done, 1 failed, 2 bad usage. */
+import { startupDone } from './startup-heap.js'; // first: it holds the young generation while the others load
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { s3Feature } from './features/s3.js';
@@ -99,6 +100,7 @@ async function serve(file: string | undefined): Promise<number> {
   const app = await createApp(config, { configSource: source });
   for (const warning of warnings) app.logger.warn(warning);
   await app.listen();
+  startupDone();
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       app.logger.info({ signal }, 'shutting down');
@@ -169,6 +171,7 @@ async function verifyStorage(argv: string[]): Promise<number> {
 
 /** offline collection: refused unless the configuration is read-only (docs/decisions.md, "Garbage collection (offline)") */
 async function garbageCollect(argv: string[]): Promise<number> {
+  startupDone(); // a collection allocates much while it walks the storage: V8's usual young generation
   const args = parseCollectArgs(argv);
   if (typeof args === 'string') {
     console.error(`berth garbage-collect: ${args}\n${USAGE}`);

@@ -4,8 +4,9 @@
  * bucket. When Redis cannot be reached the request is let through and a warning logged.
  * Loaded by the composition root only when `redis` is configured.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { connectRedis, type RedisOptions } from '../redis-client.js';
 import type { BucketOptions, RateLimiter, Verdict } from './ratelimit.js';
 
 const BUCKET_SCRIPT = `
@@ -30,20 +31,6 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
 return {allowed, tostring(wait)}
 `;
 
-export interface RedisOptions {
-  host: string;
-  port: number;
-  username?: string;
-  password?: string;
-  db: number;
-  connectTimeoutMs: number;
-  commandTimeoutMs: number;
-  /** shown by CLIENT LIST */
-  clientName?: string;
-  /** TLS to the server: CAs (default: the system's) and a client certificate */
-  tls?: { ca?: Buffer[]; cert?: Buffer; key?: Buffer };
-}
-
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
   private warnedAt = 0;
@@ -54,20 +41,7 @@ export class RedisRateLimiter implements RateLimiter {
     private readonly logger: Logger,
     private readonly prefix = 'berth:ratelimit:',
   ) {
-    this.redis = new Redis({
-      host: redis.host,
-      port: redis.port,
-      username: redis.username,
-      password: redis.password,
-      db: redis.db,
-      connectionName: redis.clientName,
-      tls: redis.tls,
-      connectTimeout: redis.connectTimeoutMs,
-      commandTimeout: redis.commandTimeoutMs,
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: true,
-      lazyConnect: false,
-    });
+    this.redis = connectRedis(redis, true);
     this.redis.on('error', (err) => this.warn(err));
     this.redis.defineCommand('berthBucket', { numberOfKeys: 1, lua: BUCKET_SCRIPT });
   }

@@ -197,7 +197,14 @@ const storage = z
         slow: duration.prefault('5s'),
       })
       .prefault({}),
-    cache: z.strictObject({ blobdescriptor: z.enum(['inmemory', 'redis'], { message: 'expected inmemory or redis' }).optional() }).optional(),
+    /** the metadata cache (src/registry/directory-cache.ts): always on; these keys bound and share it */
+    cache: z
+      .strictObject({
+        blobdescriptor: z.enum(['inmemory', 'redis'], { message: 'expected inmemory or redis' }).optional(),
+        /** Distribution 3's key: entries kept (0: no limit, which berth caps at 1,000,000) */
+        blobdescriptorsize: z.number().int().min(0).optional(),
+      })
+      .optional(),
     tag: z.strictObject({ concurrencylimit: harmless }).optional(),
     maintenance: z
       .strictObject({
@@ -641,6 +648,10 @@ export const configSchema = z.strictObject({
   proxy: proxy.optional(),
   middleware,
 })
+  .refine((c) => c.storage.cache?.blobdescriptor !== 'redis' || c.redis !== undefined, {
+    message: 'redis shares the metadata cache through the Redis server of the redis block: set redis.addr, or use inmemory',
+    path: ['storage', 'cache', 'blobdescriptor'],
+  })
   // Distribution reads the deprecated top-level loglevel when log.level is not set
   .transform(({ log, ...rest }) => ({ ...rest, log: { ...log, level: log.level ?? rest.loglevel ?? ('info' as const) } }));
 

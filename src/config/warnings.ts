@@ -10,7 +10,6 @@ const IGNORED: [path: string, why: string][] = [
   ['log.reportcaller', 'Go source locations do not apply'],
   ['http.http2', 'berth serves HTTP/2 with TLS (ALPN) and HTTP/1.1 otherwise'],
   ['http.h2c', 'cleartext HTTP/2 is not offered: clients use HTTP/1.1'],
-  ['storage.cache.blobdescriptor', 'berth keeps no blob descriptor cache yet: descriptors are read from storage'],
   ['storage.tag.concurrencylimit', 'tag lookups are bounded by berth itself'],
   ['compatibility.schema1.signingkeyfile', 'berth serves manifests as pushed and never converts them to schema1, so it signs none'],
   ['reporting', 'bugsnag and New Relic reporting are not implemented; use /metrics'],
@@ -26,8 +25,8 @@ export function unusedSettings(config: Config): string[] {
   const poolKnobs = config.redis ? REDIS_IGNORED_KEYS.filter((key) => (config.redis as Record<string, unknown>)[key] !== undefined) : [];
   if (poolKnobs.length > 0) warnings.push(`redis: ${poolKnobs.join(', ')}: accepted for compatibility and ignored (berth keeps one multiplexed connection per process)`);
   if (config.loglevel !== undefined) warnings.push('loglevel: deprecated (as in Distribution); use log.level');
-  if (config.redis && !config.ratelimit) {
-    warnings.push('redis: configured but unused: berth uses Redis only to share ratelimit buckets between instances (set ratelimit, or remove the block)');
+  if (config.redis && !config.ratelimit && config.storage.cache?.blobdescriptor !== 'redis') {
+    warnings.push('redis: configured but unused: berth uses Redis to share ratelimit buckets and, with storage.cache.blobdescriptor: redis, the metadata cache between instances (set one, or remove the block)');
   }
   return warnings;
 }

@@ -16,6 +16,7 @@ import type { Notifier } from '../notifications/notifier.js';
 import type { BlobGuard, BlobStore } from '../registry/blobs.js';
 import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
+import type { SharedCache } from '../registry/shared-cache.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
@@ -66,6 +67,8 @@ export interface FeatureParts {
   refuseWrites?(name: string): string | undefined;
   /** containerd's mirror parameter `ns=<registry host>`: the repository's local name, when that host is mirrored */
   withNamespace?(name: string, ns: string): string | undefined;
+  /** the metadata cache's second level, shared by every instance (Redis) */
+  sharedCache?: SharedCache;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** numbers for /debug/vars (a section each) and Prometheus (a gauge each); the same keys every time */

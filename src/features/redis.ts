@@ -1,10 +1,14 @@
-/** Rate-limit buckets in Redis (ratelimit with redis), shared by every instance; ioredis is loaded only then. */
+/**
+ * Redis, shared by every instance: rate-limit buckets (ratelimit with redis) and the metadata
+ * cache's second level (storage.cache.blobdescriptor: redis); ioredis is loaded only then.
+ */
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../config/errors.js';
-import type { Feature } from './feature.js';
+import type { Feature, FeatureParts } from './feature.js';
 
 interface RedisConfig {
   ratelimit?: unknown;
+  storage: { cache?: { blobdescriptor?: 'inmemory' | 'redis' } };
   redis?: {
     addr: string;
     clientname?: string;
@@ -19,9 +23,8 @@ interface RedisConfig {
 
 export const redisFeature: Feature<RedisConfig> = {
   name: 'redis',
-  enabled: (config) => config.ratelimit !== undefined && config.redis !== undefined,
+  enabled: (config) => config.redis !== undefined && (config.ratelimit !== undefined || config.storage.cache?.blobdescriptor === 'redis'),
   async load(config, { logger }) {
-    const { RedisRateLimiter } = await import('../auth/ratelimit-redis.js');
     const { addr, clientname, username, password, db, dialtimeout, readtimeout, tls } = config.redis!;
     const colon = addr.lastIndexOf(':');
     const server = {
@@ -35,7 +38,18 @@ export const redisFeature: Feature<RedisConfig> = {
       commandTimeoutMs: readtimeout,
       tls: tls && tls.enabled !== false ? await tlsFiles(tls) : undefined,
     };
-    return { rateLimiter: (bucket) => new RedisRateLimiter(bucket, server, logger) };
+    const parts: FeatureParts = {};
+    if (config.ratelimit !== undefined) {
+      const { RedisRateLimiter } = await import('../auth/ratelimit-redis.js');
+      parts.rateLimiter = (bucket) => new RedisRateLimiter(bucket, server, logger);
+    }
+    if (config.storage.cache?.blobdescriptor === 'redis') {
+      const { RedisSharedCache } = await import('../registry/redis-cache.js');
+      const cache = new RedisSharedCache(server, logger);
+      parts.sharedCache = cache;
+      parts.close = () => cache.close();
+    }
+    return parts;
   },
 };
 

@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { PathNotFoundError, unlessMissing, type RedirectRequest, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import type { Digest } from './digest.js';
+import { DirectoryCache } from './directory-cache.js';
 import { RegistryError } from './errors.js';
 import { linksTo, writeLink } from './links.js';
 
@@ -26,10 +27,16 @@ export interface BlobGuard {
 }
 
 export class BlobStore {
+  /** which layer links exist (directory-cache.ts) */
+  private readonly links: DirectoryCache;
+
   constructor(
     private readonly driver: StorageDriver,
     private readonly guard?: BlobGuard,
-  ) {}
+    options: { links?: DirectoryCache } = {},
+  ) {
+    this.links = options.links ?? new DirectoryCache(driver);
+  }
 
   /** size of a blob linked into `name`, or 404 BLOB_UNKNOWN */
   async stat(name: string, digest: Digest): Promise<BlobInfo> {
@@ -41,8 +48,8 @@ export class BlobStore {
   }
 
   /** true when `name` links to the blob (its content need not be checked) */
-  async isLinked(name: string, digest: Digest): Promise<boolean> {
-    return linksTo(this.driver, layout.layerLink(name, digest), digest);
+  isLinked(name: string, digest: Digest): Promise<boolean> {
+    return this.links.read(layout.layerLinkDir(name, digest), 'link', false, () => linksTo(this.driver, layout.layerLink(name, digest), digest));
   }
 
   /** size of the stored content, whoever links to it; undefined when it is not stored */

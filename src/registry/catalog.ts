@@ -14,9 +14,20 @@
  * listing per directory tells both that and which nested names to visit. Names starting with '_'
  * (`_manifests`, `_layers`, `_uploads`) are never descended into.
  */
-import { PathNotFoundError, unlessMissing, type StorageDriver } from '../storage/driver.js';
+import type { StorageDriver } from '../storage/driver.js';
 import { REPOSITORIES } from './layout.js';
+import type { ListingCacheLimits } from './listing-cache.js';
+import { Listings } from './listings.js';
 import { listsRepository } from './repositories.js';
+
+/**
+ * The catalog's listing cache: a directory listed a second time is kept while its token holds, so
+ * no request reads a directory that has not changed (a 10,000-entry namespace, nor a repository's
+ * own few names: its token, one stat, costs less than listing it). A catalog paged through once
+ * lists each directory once, without a token. Some 300 bytes a repository: 20,000 listings are
+ * about 6 MiB, 200,000 names (a namespace that big) 10-15 MiB.
+ */
+export const CATALOG_CACHE_LIMITS: ListingCacheLimits = { maxEntries: 20_000, maxNames: 200_000 };
 
 export interface CatalogPage {
   repositories: string[];
@@ -25,7 +36,11 @@ export interface CatalogPage {
 }
 
 export class Catalog {
-  constructor(private readonly driver: StorageDriver) {}
+  private readonly listings: Listings;
+
+  constructor(driver: StorageDriver, options: { cache?: ListingCacheLimits } = {}) {
+    this.listings = new Listings(driver, { limits: options.cache ?? CATALOG_CACHE_LIMITS, cacheWhenSeenTwice: true });
+  }
 
   /** at most `n` repositories that sort after `last` (all of them from the start without it) */
   async page(options: { last?: string; n: number }): Promise<CatalogPage> {
@@ -33,13 +48,8 @@ export class Catalog {
     const last = options.last || undefined; // an empty `last` is no `last`
     if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`catalog page size must be a non-negative integer, got ${n}`);
     const found: string[] = [];
-    let top: string[];
-    try {
-      top = await this.driver.listNames(REPOSITORIES);
-    } catch (err) {
-      if (err instanceof PathNotFoundError) return { repositories: [], more: false }; // nothing pushed yet
-      throw err;
-    }
+    const top = await this.listings.names(REPOSITORIES);
+    if (top === undefined) return { repositories: [], more: false }; // nothing pushed yet
     await this.visit('', top, last?.split('/'), found, n + 1);
     return { repositories: found.slice(0, n), more: found.length > n };
   }
@@ -49,13 +59,13 @@ export class Catalog {
    * and below them to `found`, in order, until it holds `limit`; false once it does. `after`: the
    * components of `last` below this directory, when `last` lies in it.
    */
-  private async visit(prefix: string, names: string[], after: string[] | undefined, found: string[], limit: number): Promise<boolean> {
+  private async visit(prefix: string, names: readonly string[], after: string[] | undefined, found: string[], limit: number): Promise<boolean> {
     for (const name of names) {
       if (name.startsWith('_')) continue;
       // components compare as whole strings: `a` < `a/x` < `a-b`, the order of pathSortKey
       if (after !== undefined && name < after[0]) continue; // it and all below it come before `last`
       const inHint = after !== undefined && name === after[0]; // `last` is this name or below it
-      const children = await unlessMissing(this.driver.listNames(`${REPOSITORIES}/${prefix}${name}`));
+      const children = await this.listings.names(`${REPOSITORIES}/${prefix}${name}`);
       if (children === undefined) continue; // a file, or deleted since the listing
       if (!inHint && listsRepository(children)) {
         found.push(prefix + name);

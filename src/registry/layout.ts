@@ -105,8 +105,12 @@ export function tagDir(name: string, tag: string): string {
   return `${tagsDir(name)}/${tag}`;
 }
 
+export function tagCurrentDir(name: string, tag: string): string {
+  return `${tagDir(name, tag)}/current`;
+}
+
 export function tagCurrentLink(name: string, tag: string): string {
-  return `${tagDir(name, tag)}/current/link`;
+  return `${tagCurrentDir(name, tag)}/link`;
 }
 
 /** a tag's index: one directory per manifest the tag has named */

@@ -4,7 +4,10 @@
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
+import { LRUCache } from 'lru-cache';
 import type { BlobStore } from './blobs.js';
+import { DirectoryCache } from './directory-cache.js';
+import type { SharedCache } from './shared-cache.js';
 import { isDigest, sha256, type Digest } from './digest.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
@@ -35,7 +38,16 @@ export interface ManifestStoreOptions {
   now?: () => number;
   /** compatibility.schema1.enabled: false refuses pushes of first-generation manifests */
   schema1?: boolean;
+  /** which revisions exist and their records (directory-cache.ts); default: a cache of this store's own */
+  revisions?: DirectoryCache;
+  /** bytes of manifest content kept by digest (default MANIFEST_CACHE_BYTES; 0: none) */
+  contentCacheBytes?: number;
+  /** manifest content of every instance (storage.cache.blobdescriptor: redis), behind this process's own */
+  shared?: SharedCache;
 }
+
+/** default bound of the manifest content kept in memory */
+export const MANIFEST_CACHE_BYTES = 8 * 1024 * 1024;
 
 /** how often a PUT writes its revision's berth.json again when a racing DELETE took it */
 const META_ATTEMPTS = 3;
@@ -43,13 +55,23 @@ const META_ATTEMPTS = 3;
 export class ManifestStore {
   /** a PUT's writes and a DELETE of the same revision, one after the other within this process */
   private readonly revisions = new KeyedLock();
+  private readonly revisionCache: DirectoryCache;
+  /**
+   * Manifest content by digest: immutable, so kept without a check. It is served only for a
+   * revision the repository has (checked through revisionCache on every request).
+   */
+  private readonly contents?: LRUCache<Digest, Buffer>;
 
   constructor(
     private readonly driver: StorageDriver,
     private readonly blobs: BlobStore,
     private readonly tags: TagStore,
     private readonly options: ManifestStoreOptions,
-  ) {}
+  ) {
+    this.revisionCache = options.revisions ?? new DirectoryCache(driver);
+    const bytes = options.contentCacheBytes ?? MANIFEST_CACHE_BYTES;
+    if (bytes > 0) this.contents = new LRUCache({ maxSize: bytes, sizeCalculation: (content) => Math.max(1, content.length) });
+  }
 
   /**
    * validates and stores a pushed manifest; with a tag reference, points the tag at it. `signal`:
@@ -92,10 +114,17 @@ export class ManifestStore {
 
   async get(name: string, reference: Reference): Promise<StoredManifest> {
     const digest = 'tag' in reference ? await this.tags.resolve(name, reference.tag) : reference.digest;
-    if (!digest || !(await this.hasRevision(name, digest))) throw await this.unknown(name, reference);
-    const meta = await readRevisionMeta(this.driver, name, digest);
-    const content = await this.readContent(meta?.signed ?? digest, name, reference);
-    return { digest, mediaType: meta?.mediaType ?? detectMediaType(content), content };
+    const revision = digest && (await this.revision(name, digest));
+    if (!digest || !revision) throw await this.unknown(name, reference);
+    const content = await this.readContent(revision.meta?.signed ?? digest, name, reference);
+    return { digest, mediaType: revision.meta?.mediaType ?? detectMediaType(content), content };
+  }
+
+  /** the revision's record (undefined without berth.json) when `name` has the revision; undefined when it has not */
+  private revision(name: string, digest: Digest): Promise<{ meta?: RevisionMeta } | undefined> {
+    return this.revisionCache.read(layout.manifestRevisionDir(name, digest), 'revision', undefined, async () =>
+      (await linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest)) ? { meta: await readRevisionMeta(this.driver, name, digest) } : undefined,
+    );
   }
 
   /**
@@ -127,8 +156,8 @@ export class ManifestStore {
     return descriptors.filter((d): d is Descriptor => d !== undefined && (artifactType === undefined || d.artifactType === artifactType));
   }
 
-  async hasRevision(name: string, digest: Digest): Promise<boolean> {
-    return linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest);
+  hasRevision(name: string, digest: Digest): Promise<boolean> {
+    return this.revisionCache.read(layout.manifestRevisionDir(name, digest), 'link', false, () => linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest));
   }
 
   /**
@@ -168,9 +197,22 @@ export class ManifestStore {
   }
 
   private async readContent(digest: Digest, name: string, reference: Reference): Promise<Buffer> {
+    const cached = this.contents?.get(digest) ?? (await this.sharedContent(digest));
+    if (cached) {
+      this.contents?.set(digest, cached);
+      return cached;
+    }
     const content = await unlessMissing(this.driver.getContent(layout.blobData(digest)));
     if (!content) throw await this.unknown(name, reference);
+    this.contents?.set(digest, content);
+    this.options.shared?.set(`manifest:${digest}`, content);
     return content;
+  }
+
+  /** content from the shared cache, if it is what `digest` names (anything else there is ignored) */
+  private async sharedContent(digest: Digest): Promise<Buffer | undefined> {
+    const content = await this.options.shared?.get(`manifest:${digest}`);
+    return content && sha256(content) === digest ? content : undefined;
   }
 
   /** MANIFEST_UNKNOWN, or NAME_UNKNOWN when the repository itself does not exist */

@@ -16,7 +16,9 @@ import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import type { Digest } from './digest.js';
 import * as layout from './layout.js';
 import { readLink, writeLink } from './links.js';
-import { ListingCache, type ListingCacheLimits } from './listing-cache.js';
+import { DirectoryCache } from './directory-cache.js';
+import type { ListingCacheLimits } from './listing-cache.js';
+import { Listings } from './listings.js';
 import { checkRepository } from './repositories.js';
 
 /**
@@ -31,18 +33,18 @@ const NONE: readonly string[] = Object.freeze([]);
 export class TagStore {
   /**
    * Sorted tag lists by repository, each valid while the driver's childrenVersion of the tags
-   * directory stays the same (see docs/decisions.md, "Tags and catalog"): the filesystem vouches
-   * once a directory is 2 s past its last change, the in-memory driver always, S3 never.
+   * directory stays the same (see docs/decisions.md, "Tags and catalog").
    */
-  private readonly cache: ListingCache;
-  /** listings under way, by tags directory, with the token they were started under */
-  private readonly reading = new Map<string, { version: string; names: Promise<readonly string[]> }>();
+  private readonly listings: Listings;
+  /** what each tag's `current` link names (directory-cache.ts) */
+  private readonly links: DirectoryCache;
 
   constructor(
     private readonly driver: StorageDriver,
-    options: { cache?: ListingCacheLimits } = {},
+    options: { cache?: ListingCacheLimits; links?: DirectoryCache } = {},
   ) {
-    this.cache = new ListingCache(options.cache ?? TAG_CACHE_LIMITS);
+    this.listings = new Listings(driver, { limits: options.cache ?? TAG_CACHE_LIMITS });
+    this.links = options.links ?? new DirectoryCache(driver);
   }
 
   /** points `tag` at the manifest `digest` (which must be stored), replacing what it named */
@@ -54,7 +56,7 @@ export class TagStore {
 
   /** the digest `tag` names; undefined when there is no such tag */
   resolve(name: string, tag: string): Promise<Digest | undefined> {
-    return readLink(this.driver, layout.tagCurrentLink(name, tag));
+    return this.links.read(layout.tagCurrentDir(name, tag), 'link', undefined, () => readLink(this.driver, layout.tagCurrentLink(name, tag)));
   }
 
   /** removes every tag that currently names `digest` (a tag that named it before stays) */
@@ -69,43 +71,17 @@ export class TagStore {
    * gives them; shared with the cache, hence read-only (frozen)
    */
   async list(name: string): Promise<readonly string[]> {
-    const dir = layout.tagsDir(name);
-    // taken before the listing, so a change during the listing makes the next token differ
-    const version = await unlessMissing(this.driver.childrenVersion(dir));
-    if (version === undefined) {
-      this.cache.delete(dir); // gone, or changed too recently: what it holds is of no more use
-      const names = await unlessMissing(this.driver.listNames(dir));
-      // tags live under `_manifests`: only without any must the repository be checked (one S3 call less)
-      if (names === undefined || names.length === 0) {
-        await checkRepository(this.driver, name);
-        return NONE;
-      }
-      return Object.freeze(names);
+    const names = await this.listings.names(layout.tagsDir(name));
+    // tags live under `_manifests`: only without any must the repository be checked (one S3 call less)
+    if (names === undefined || names.length === 0) {
+      await checkRepository(this.driver, name);
+      return NONE;
     }
-    // the tags directory exists, so `_manifests` does: a repository, no need to check
-    const cached = this.cache.get(dir, version);
-    if (cached !== undefined) return cached;
-    // Requests that got the same token share one listing: it was read after that token was first
-    // handed out, and nothing changed until this request got it. (A restart under load reads the
-    // directory once, not once per waiting request.)
-    const pending = this.reading.get(dir);
-    if (pending?.version === version) return pending.names;
-    const names = this.read(dir, version);
-    this.reading.set(dir, { version, names });
-    try {
-      return await names;
-    } finally {
-      if (this.reading.get(dir)?.names === names) this.reading.delete(dir);
-    }
-  }
-
-  private async read(dir: string, version: string): Promise<readonly string[]> {
-    const names = await unlessMissing(this.driver.listNames(dir));
-    return names === undefined ? NONE : this.cache.set(dir, version, names);
+    return names;
   }
 
   /** listings and names in the cache */
   get cached(): { entries: number; names: number } {
-    return this.cache.size;
+    return this.listings.size;
   }
 }

@@ -82,9 +82,10 @@ export interface StorageDriver {
   /**
    * A token for the set of names in directory `path`, for callers that cache a listing. If a call
    * returns token T and a later call returns T again, no child was added to or removed from the
-   * directory between the start of the first call and the end of the second, so a listing read
-   * after the first call is still current. A token may change when the names did not (a file
-   * below rewritten, say); it never stays the same when they did. undefined: the driver cannot
+   * directory between the start of the first call and the end of the second, and no file directly
+   * in it was written by putContent or move, so a listing (or a small file) read after the first
+   * call is still current. A token may change when nothing of that happened (a file further below
+   * rewritten, say); it never stays the same when it did (appends through a writer do not count). undefined: the driver cannot
    * vouch for the directory now (the filesystem, when it changed too recently for timestamps to
    * tell a later change apart), or never (drivers with nothing to go by, which answer undefined
    * without looking at the directory). A missing directory: PathNotFoundError (for drivers that vouch).

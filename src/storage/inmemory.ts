@@ -2,6 +2,7 @@
  * Keeps everything in a tree of Maps: for tests and throwaway registries. Directories exist only
  * while something lies below them, as in an object store.
  */
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { BaseDriver } from './base.js';
 import {
@@ -31,18 +32,20 @@ class MemFile {
 }
 
 let dirsMade = 0;
+/** names this process's in-memory directories in childrenVersion tokens */
+const STORE_ID = randomBytes(6).toString('hex');
 
 class MemDir {
   readonly children = new Map<string, MemFile | MemDir>();
   readonly modTime = new Date();
   /** unique among all in-memory directories, so a directory made anew never repeats a token */
   readonly id = ++dirsMade;
-  /** counts additions and removals of children (childrenVersion) */
+  /** counts additions, replacements and removals of children (childrenVersion) */
   changes = 0;
 
-  /** sets a child; a name not there before counts as a change, a replaced file does not */
+  /** sets a child, new or replacing one (putContent, move): a change either way */
   set(name: string, node: MemFile | MemDir): void {
-    if (!this.children.has(name)) this.changes++;
+    this.changes++;
     this.children.set(name, node);
   }
 
@@ -155,10 +158,14 @@ export class InMemoryDriver extends BaseDriver {
     return [...this.dir(path).children.keys()].sort();
   }
 
-  /** exact: the directory's identity and its count of added and removed children */
+  /**
+   * exact: the directory's identity and its count of added, replaced and removed children, after
+   * a random name of this process's store, so tokens of two stores never match (the metadata
+   * cache can be shared between processes through Redis)
+   */
   protected async _childrenVersion(path: string): Promise<string | undefined> {
     const dir = this.dir(path);
-    return `${dir.id}:${dir.changes}`;
+    return `${STORE_ID}:${dir.id}:${dir.changes}`;
   }
 
   protected async _move(src: string, dst: string): Promise<void> {

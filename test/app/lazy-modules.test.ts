@@ -21,6 +21,8 @@ const OPTIONAL = {
   'cloudfront middleware': '/src/storage/middleware/cloudfront.ts',
   '@aws-sdk/cloudfront-signer': '/node_modules/@aws-sdk/cloudfront-signer/',
   'redis rate limiter': '/src/auth/ratelimit-redis.ts',
+  'redis metadata cache': '/src/registry/redis-cache.ts',
+  'redis client': '/src/redis-client.ts',
   ioredis: '/node_modules/ioredis/',
   'debug listener': '/src/debug/server.ts',
   'prometheus metrics': '/src/debug/prometheus.ts',
@@ -69,5 +71,15 @@ describe('modules loaded by configuration', () => {
       assert.ok(loaded(urls, OPTIONAL[name]), `${name} not loaded`);
     }
     assert.ok(!loaded(urls, OPTIONAL['@aws-sdk/client-s3']));
+    assert.ok(!loaded(urls, OPTIONAL['redis metadata cache']), 'the shared metadata cache only with storage.cache.blobdescriptor: redis');
+  });
+
+  it('loads the shared metadata cache (and not the rate limiter) with storage.cache.blobdescriptor: redis', async () => {
+    const urls = await modulesLoadedBy({
+      storage: { cache: { blobdescriptor: 'redis' } },
+      redis: { addr: `127.0.0.1:${await freePort()}`, dialtimeout: '200ms' },
+    });
+    for (const name of ['redis metadata cache', 'redis client', 'ioredis'] as const) assert.ok(loaded(urls, OPTIONAL[name]), `${name} not loaded`);
+    assert.ok(!loaded(urls, OPTIONAL['redis rate limiter']));
   });
 });

@@ -124,13 +124,23 @@ http:
     });
   });
 
-  it('warns about a redis block that nothing uses (no ratelimit)', async () => {
+  it('warns about a redis block that nothing uses (no ratelimit, no shared metadata cache)', async () => {
     const file = await configFile('version: 0.1\nstorage:\n  inmemory:\nredis:\n  addr: 127.0.0.1:6379\n');
     assert.deepEqual((await loadConfig(file, {})).warnings, [
-      'redis: configured but unused: berth uses Redis only to share ratelimit buckets between instances (set ratelimit, or remove the block)',
+      'redis: configured but unused: berth uses Redis to share ratelimit buckets and, with storage.cache.blobdescriptor: redis, the metadata cache between instances (set one, or remove the block)',
     ]);
     const used = await configFile('version: 0.1\nstorage:\n  inmemory:\nredis:\n  addr: 127.0.0.1:6379\nratelimit:\n  rate: 5\n  burst: 10\n');
     assert.deepEqual((await loadConfig(used, {})).warnings, []);
+    const cache = await configFile('version: 0.1\nstorage:\n  inmemory:\n  cache:\n    blobdescriptor: redis\nredis:\n  addr: 127.0.0.1:6379\n');
+    assert.deepEqual((await loadConfig(cache, {})).warnings, []);
+  });
+
+  it('storage.cache: redis needs the redis block; blobdescriptorsize is a count of entries', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  inmemory:\n  cache:\n    blobdescriptor: redis\n');
+    await assert.rejects(loadConfig(file, {}), /storage\.cache\.blobdescriptor: redis shares the metadata cache through the Redis server of the redis block: set redis\.addr, or use inmemory/);
+    const sized = await configFile('version: 0.1\nstorage:\n  inmemory:\n  cache:\n    blobdescriptor: inmemory\n    blobdescriptorsize: 500\n');
+    assert.deepEqual((await loadConfig(sized, {})).config.storage.cache, { blobdescriptor: 'inmemory', blobdescriptorsize: 500 });
+    await assert.rejects(loadConfig(await configFile('version: 0.1\nstorage:\n  inmemory:\n  cache:\n    blobdescriptorsize: -1\n'), {}), /storage\.cache\.blobdescriptorsize/);
   });
 
   it("accepts Distribution's keys that change nothing here, with one warning each, and its v3 redis shape", async () => {
@@ -173,7 +183,8 @@ ratelimit:
     assert.equal(config.log.level, 'debug', 'the deprecated loglevel applies when log.level is unset');
     assert.equal(config.redis?.addr, '127.0.0.1:6379');
     assert.equal(config.redis?.dialtimeout, 10);
-    for (const key of ['log.hooks', 'log.reportcaller', 'reporting', 'storage.cache.blobdescriptor', 'storage.tag.concurrencylimit', 'http.http2', 'http.h2c']) {
+    assert.equal(config.storage.cache?.blobdescriptor, 'redis', 'the metadata cache shared through Redis');
+    for (const key of ['log.hooks', 'log.reportcaller', 'reporting', 'storage.tag.concurrencylimit', 'http.http2', 'http.h2c']) {
       assert.equal(warnings.filter((w) => w.startsWith(`${key}: accepted for compatibility and ignored (`)).length, 1, key);
     }
     assert.ok(warnings.includes('loglevel: deprecated (as in Distribution); use log.level'));

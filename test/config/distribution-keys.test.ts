@@ -37,9 +37,7 @@ describe("Distribution's configuration keys (docs/distribution-keys.md)", () => 
     assert.deepEqual(differences, [], 'regenerate the table with tools/distribution-keys.ts, or fix berth');
   });
 
-  it('refuses no real Distribution key with the words a typo gets, except the few listed here', () => {
-    // keys another part of berth is about to implement may stay "unknown" meanwhile: none today
-    const unknown = rows.filter((r) => r.why === 'unknown key').map((r) => r.key);
-    assert.deepEqual(unknown.filter((key) => !key.startsWith('storage.cache.blobdescriptorsize')), []);
+  it('refuses no real Distribution key with the words a typo gets', () => {
+    assert.deepEqual(rows.filter((r) => r.why === 'unknown key').map((r) => r.key), []);
   });
 });

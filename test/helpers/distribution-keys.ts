@@ -51,11 +51,16 @@ export function sectionsOf(tree: Record<string, unknown>): Map<string, Leaves> {
   return sections;
 }
 
+/** what a section needs from elsewhere in the file to stand (a Redis cache needs the redis block) */
+const CONTEXT: Record<string, Record<string, unknown>> = {
+  'storage.cache': { redis: { addr: 'localhost:6379' } },
+};
+
 /** the configuration made of the section's leaves (with inmemory storage unless it is a storage driver) */
 export function treeOf(section: string, leaves: Leaves): Record<string, unknown> {
   const [top, second] = section.split('.');
   const driver = top === 'storage' && STORAGE_DRIVERS.has(second);
-  const tree: Record<string, unknown> = { version: '0.1', storage: driver ? {} : { inmemory: {} } };
+  const tree: Record<string, unknown> = { version: '0.1', storage: driver ? {} : { inmemory: {} }, ...structuredClone(CONTEXT[section] ?? {}) };
   for (const [key, example] of leaves) {
     let node: Record<string, unknown> = tree;
     const parts = key.split('.');

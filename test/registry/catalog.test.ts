@@ -151,20 +151,22 @@ describe('Catalog at scale: 100,000 repositories in memory', () => {
   const TOTAL = 100_000;
   const driver = new InMemoryDriver();
   const names: string[] = [];
-  const calls = { listNames: 0, other: 0 };
+  /** versions: childrenVersion, taken for the big directories only (the top, the teams) */
+  const calls = { listNames: 0, versions: 0, other: 0 };
   const counted = new Proxy(driver, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         if (prop === 'listNames') calls.listNames++;
+        else if (prop === 'childrenVersion') calls.versions++;
         else calls.other++;
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
   });
   const catalog = new Catalog(counted);
-  const reset = () => Object.assign(calls, { listNames: 0, other: 0 });
+  const reset = () => Object.assign(calls, { listNames: 0, versions: 0, other: 0 });
 
   before(async () => {
     // 100 teams of 999 repositories, 100 top-level ones, and 'team-NN' itself a repository for every tenth team
@@ -190,7 +192,29 @@ describe('Catalog at scale: 100,000 repositories in memory', () => {
     // one listing per repository directory over all pages, plus the top and team directories of each page
     console.log(`# whole catalog, ${pages} pages: ${calls.listNames} listings (${(calls.listNames / TOTAL).toFixed(3)} per repository)`);
     assert.ok(calls.listNames < 1.01 * TOTAL, `listings ${calls.listNames}`);
+    // directories listed again take a token: per page the top, the team directory of `last`,
+    // `last` itself and the repository after it (the previous page listed it to tell `more`)
+    assert.ok(calls.versions <= 4 * pages, `tokens ${calls.versions}`);
     assert.equal(calls.other, 0);
+  });
+
+  it('a directory listed again that has not changed is not read again: its token suffices', async () => {
+    const last = 'team-05/app-0100';
+    await catalog.page({ n: 10, last });
+    await catalog.page({ n: 10, last }); // listed a second time: from now on cached under their tokens
+    reset();
+    const page = await catalog.page({ n: 10, last });
+    assert.deepEqual(page.repositories, names.slice(names.indexOf(last) + 1, names.indexOf(last) + 11));
+    // the top, team-05 (999 names), `last` itself (for names nested in it) and the eleven
+    // repositories after it (the 11th tells `more`): a token each, no listing
+    assert.deepEqual({ ...calls }, { listNames: 0, versions: 14, other: 0 });
+    await driver.putContent(layout.manifestRevisionLink('team-05/app-0100a', DIGEST), linkContent(DIGEST));
+    try {
+      assert.deepEqual((await catalog.page({ n: 1, last })).repositories, ['team-05/app-0100a'], 'a repository added since is listed at once');
+    } finally {
+      await driver.delete(layout.repository('team-05/app-0100a'));
+    }
+    assert.deepEqual((await catalog.page({ n: 1, last })).repositories, ['team-05/app-0101'], 'and gone at once');
   });
 
   it('one page with last near the end reads only about that page, not the whole tree', async () => {

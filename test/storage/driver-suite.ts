@@ -475,6 +475,14 @@ export function runDriverSuite(
         assert.notEqual(await driver.childrenVersion('/v'), token);
       });
 
+      it('changes when a file in it is rewritten by putContent, even with content of the same length', async () => {
+        await putAll({ '/v/link': 'sha256:aaaa' });
+        const token = await settled('/v');
+        if (token === undefined) return;
+        await driver.putContent('/v/link', Buffer.from('sha256:bbbb'));
+        assert.notEqual(await driver.childrenVersion('/v'), token);
+      });
+
       it('changes when a child file or directory is removed', async () => {
         await putAll({ '/v/a': '', '/v/d/x': '', '/v/e': '' });
         let token = await settled('/v');
