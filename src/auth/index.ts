@@ -12,6 +12,7 @@ import { RegistryError } from '../registry/errors.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { CATALOG_ACCESS, formatScope, toScopes, type AccessRequest, type Grant } from './access.js';
 import { Htpasswd } from './htpasswd.js';
+import { failedLoginBuckets, LoginGuard } from './login-guard.js';
 import type { AuthOptions } from './options.js';
 import { parseBasic, readSigningKey, TokenIssuer } from './issuer.js';
 import { AccessPolicy } from './policy.js';
@@ -22,6 +23,8 @@ export interface AuthRequest {
   /** what the request needs (the edge computes it from the route and method; empty for `GET /v2/`) */
   needed: AccessRequest[];
   authorization: string | undefined;
+  /** the client's address (failed logins are limited per address too) */
+  address: string;
   /** the `from` of a mount (POST .../blobs/uploads/?mount=&from=): its pull goes into challenges */
   mountFrom?: string;
   /** for autoredirect realms: the scheme and Host the client used */
@@ -64,6 +67,9 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
   const htpasswd = auth?.htpasswd
     ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file: entries refused'), clock)
     : undefined;
+  const failed = auth && auth.failedlogins.burst > 0 ? failedLoginBuckets(auth.failedlogins) : undefined;
+  const loginBuckets = htpasswd && failed ? (context.sharedLimiter?.(failed) ?? new MemoryRateLimiter(failed)) : undefined;
+  const guard = htpasswd && new LoginGuard(loginBuckets);
   let issuer: TokenIssuer | undefined;
   let authorize: Auth['authorize'];
 
@@ -78,6 +84,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
         expirationMs: token.issuer.expiration,
         refreshExpirationMs: token.issuer.refreshexpiration,
         htpasswd: htpasswd!,
+        guard: guard!,
         policy,
         realm: auth.htpasswd!.realm,
       });
@@ -121,7 +128,9 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
       if (req.authorization !== undefined) {
         const creds = parseBasic(req.authorization);
         if (!creds) throw new RegistryError('UNAUTHORIZED', 'malformed Authorization header: expected Basic credentials', { headers: challenge });
-        if (!(await htpasswd.verify(creds.user, creds.password))) throw new RegistryError('UNAUTHORIZED', 'invalid username or password', { headers: challenge });
+        if (!(await guard!.verify(creds.user, req.address, () => htpasswd.verify(creds.user, creds.password)))) {
+          throw new RegistryError('UNAUTHORIZED', 'invalid username or password', { headers: challenge });
+        }
         user = creds.user;
       }
       const needed = req.needed;
@@ -149,6 +158,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
     limitBy: options.ratelimit?.by ?? 'ip',
     async close() {
       await limiter?.close();
+      await loginBuckets?.close();
     },
   };
 }

@@ -19,6 +19,7 @@ import { RegistryError } from '../registry/errors.js';
 import { libtrustKeyID } from '../crypto/libtrust-keyid.js';
 import { CATALOG_ACCESS, parseScope, REPOSITORY_ACTIONS, type Scope } from './access.js';
 import type { Htpasswd } from './htpasswd.js';
+import type { LoginGuard } from './login-guard.js';
 import type { AccessPolicy } from './policy.js';
 import { LEEWAY_SECONDS } from './token.js';
 
@@ -30,6 +31,8 @@ export interface IssuerOptions {
   expirationMs: number;
   refreshExpirationMs: number;
   htpasswd: Htpasswd;
+  /** failed logins limited per user and address before the password is checked */
+  guard: LoginGuard;
   policy: AccessPolicy;
   /** Basic challenge realm for wrong credentials */
   realm: string;
@@ -61,12 +64,12 @@ export class TokenIssuer {
   }
 
   /** GET: Basic credentials (or none) and the requested scopes */
-  async fromBasic(params: URLSearchParams, authorization: string | undefined): Promise<TokenResponse> {
+  async fromBasic(params: URLSearchParams, authorization: string | undefined, address: string): Promise<TokenResponse> {
     this.checkService(params.get('service'));
     let user: string | undefined;
     if (authorization !== undefined) {
       const creds = parseBasic(authorization);
-      if (!creds || !(await this.options.htpasswd.verify(creds.user, creds.password))) throw this.badCredentials();
+      if (!creds || !(await this.checkPassword(creds.user, creds.password, address))) throw this.badCredentials();
       user = creds.user;
     }
     const offline = params.get('offline_token') === 'true';
@@ -75,7 +78,7 @@ export class TokenIssuer {
   }
 
   /** POST: the OAuth2 password and refresh_token grants */
-  async fromForm(form: URLSearchParams): Promise<TokenResponse> {
+  async fromForm(form: URLSearchParams, address: string): Promise<TokenResponse> {
     this.checkService(form.get('service'));
     const scopes = form.getAll('scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
     const grant = form.get('grant_type');
@@ -83,7 +86,7 @@ export class TokenIssuer {
     if (grant === 'password') {
       const user = form.get('username') ?? '';
       const password = form.get('password') ?? '';
-      if (!(await this.options.htpasswd.verify(user, password))) throw this.badCredentials();
+      if (!(await this.checkPassword(user, password, address))) throw this.badCredentials();
       return this.issue(user, scopes, offline);
     }
     if (grant === 'refresh_token') {
@@ -140,6 +143,10 @@ export class TokenIssuer {
     if (withRefresh && user !== undefined) out.refresh_token = await this.refreshToken(user, now);
     else if (refreshToken !== undefined) out.refresh_token = refreshToken;
     return out;
+  }
+
+  private checkPassword(user: string, password: string, address: string): Promise<boolean> {
+    return this.options.guard.verify(user, address, () => this.options.htpasswd.verify(user, password));
   }
 
   private refreshAudience(): string {

@@ -27,7 +27,7 @@ export interface TokenOptions {
 import type { AccessRules } from './policy.js';
 
 export interface AuthOptions {
-  auth?: { htpasswd?: HtpasswdOptions; token?: TokenOptions; access?: AccessRules };
+  auth?: { htpasswd?: HtpasswdOptions; token?: TokenOptions; access?: AccessRules; failedlogins: { burst: number; every: number } };
   ratelimit?: { rate: number; burst: number; by: 'ip' | 'user' };
   /** http.prefix without its trailing slash ('' for none): where the token issuer's path lives */
   prefix: string;

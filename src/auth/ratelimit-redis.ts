@@ -12,6 +12,7 @@ import type { BucketOptions, RateLimiter, Verdict } from './ratelimit.js';
 const BUCKET_SCRIPT = `
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local v = redis.call('HMGET', KEYS[1], 'tokens', 'at')
@@ -21,13 +22,15 @@ tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
 local allowed = 0
 local wait = 0
 if tokens >= 1 then
-  tokens = tokens - 1
+  tokens = tokens - cost
   allowed = 1
 else
   wait = (1 - tokens) / rate
 end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+if cost > 0 then
+  redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+  redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+end
 return {allowed, tostring(wait)}
 `;
 
@@ -46,12 +49,22 @@ export class RedisRateLimiter implements RateLimiter {
     this.redis.defineCommand('berthBucket', { numberOfKeys: 1, lua: BUCKET_SCRIPT });
   }
 
-  async take(key: string): Promise<Verdict> {
+  take(key: string): Promise<Verdict> {
+    return this.draw(key, 1);
+  }
+
+  peek(key: string): Promise<Verdict> {
+    return this.draw(key, 0);
+  }
+
+  /** the verdict for one token, taking `cost` (0 or 1) of it when allowed */
+  private async draw(key: string, cost: number): Promise<Verdict> {
     try {
-      const [allowed, wait] = (await (this.redis as unknown as { berthBucket(k: string, r: number, b: number): Promise<[number, string]> }).berthBucket(
+      const [allowed, wait] = (await (this.redis as unknown as { berthBucket(k: string, r: number, b: number, c: number): Promise<[number, string]> }).berthBucket(
         this.prefix + key,
         this.options.rate,
         this.options.burst,
+        cost,
       )) as [number, string];
       if (allowed === 1) return { allowed: true };
       return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(Number(wait))) };

@@ -15,6 +15,8 @@ export type Verdict = { allowed: true } | { allowed: false; retryAfterSeconds: n
 
 export interface RateLimiter {
   take(key: string): Promise<Verdict>;
+  /** whether `take` would be allowed now, taking nothing */
+  peek(key: string): Promise<Verdict>;
   close(): Promise<void>;
 }
 
@@ -34,15 +36,24 @@ export class MemoryRateLimiter implements RateLimiter {
   ) {}
 
   async take(key: string): Promise<Verdict> {
+    return this.draw(key, 1);
+  }
+
+  async peek(key: string): Promise<Verdict> {
+    return this.draw(key, 0);
+  }
+
+  /** the verdict for one token, taking `cost` (0 or 1) of it when allowed */
+  private draw(key: string, cost: number): Verdict {
     const { rate, burst } = this.options;
     const now = this.now() / 1000;
     const bucket = this.buckets.get(key) ?? { tokens: burst, at: now };
     bucket.tokens = Math.min(burst, bucket.tokens + Math.max(0, now - bucket.at) * rate);
     bucket.at = now;
-    this.buckets.set(key, bucket);
+    if (cost > 0) this.buckets.set(key, bucket);
     if (this.buckets.size > 10_000 && now - this.sweptAt > 1) this.sweep(now);
     if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
+      bucket.tokens -= cost;
       return { allowed: true };
     }
     return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / rate)) };

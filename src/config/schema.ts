@@ -457,6 +457,8 @@ const auth = z
     htpasswd: htpasswd.optional(),
     token: token.optional(),
     access: access.optional(),
+    /** berth's: failed logins allowed at once per user and per address, and one more every `every` (src/auth/login-guard.ts); burst 0: no limit */
+    failedlogins: z.strictObject({ burst: int(0).default(10), every: duration.prefault('6s') }).prefault({}),
     silly: notYet('auth.silly'),
   })
   .superRefine((value, ctx) => {

@@ -131,6 +131,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
     grant = await auth.authorize({
       needed: requiredAccess(route, req.method),
       authorization: req.headers.authorization,
+      address: req.ip,
       mountFrom: route.kind === 'uploads' ? mountSource(req) : undefined,
       protocol: req.protocol,
       host: req.host,

@@ -40,7 +40,7 @@ describe('htpasswd + auth.access', () => {
   before(async () => {
     ({ root, image } = await seededRoot(['team/app', 'public/base', 'private/x']));
     await writeHtpasswd(join(root, 'htpasswd'), USERS);
-    registry = await startBerth({ auth: { htpasswd: { realm: 'berth-test', path: join(root, 'htpasswd') }, access: ACCESS } }, { root, clock });
+    registry = await startBerth({ auth: { htpasswd: { realm: 'berth-test', path: join(root, 'htpasswd') }, access: ACCESS, failedlogins: { burst: 0 } } }, { root, clock }); // wrong passwords on purpose, every endpoint: login-guard.test.ts covers the limit
   });
   after(async () => {
     await registry?.stop();

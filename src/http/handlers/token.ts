@@ -10,14 +10,14 @@ export async function serveTokenRequest(req: FastifyRequest, reply: FastifyReply
   let response;
   if (req.method === 'GET') {
     const query = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
-    response = await issuer.fromBasic(query, req.headers.authorization);
+    response = await issuer.fromBasic(query, req.headers.authorization, req.ip);
   } else if (req.method === 'POST') {
     const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/x-www-form-urlencoded') {
       throw new RegistryError('UNSUPPORTED', 'POST a form (application/x-www-form-urlencoded) with grant_type=password or refresh_token', { status: 400 });
     }
     const body = await readSmallBody(req, FORM_LIMIT, () => new RegistryError('UNSUPPORTED', `token request form over ${FORM_LIMIT} bytes`, { status: 413 }));
-    response = await issuer.fromForm(new URLSearchParams(body.toString('utf8')));
+    response = await issuer.fromForm(new URLSearchParams(body.toString('utf8')), req.ip);
   } else {
     reply.header('allow', 'GET, POST');
     throw new RegistryError('UNSUPPORTED', `${req.method} is not supported on the token endpoint; allowed: GET, POST`);
