@@ -72,11 +72,16 @@ export interface AppOptions {
   clock?: Clock;
   /** where the configuration came from, for the start-up banner */
   configSource?: string;
+  /**
+   * one of several worker processes (http.workers, src/workers/): only the first runs the
+   * periodic tasks and logs the banner; the primary process serves the debug listener
+   */
+  worker?: { index: number };
 }
 
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.log);
-  const scheduler = new Scheduler(logger, options.clock);
+  const scheduler = new Scheduler(logger, options.clock, (options.worker?.index ?? 0) === 0);
   const enabled: FeatureParts[] = [];
   for (const feature of FEATURES) {
     if (feature.enabled(config)) enabled.push(await feature.load(config, { logger, scheduler }));
@@ -156,7 +161,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       const bound = server.server.address() as AddressInfo;
       const shownHost = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
       const url = `${tls ? 'https' : 'http'}://${shownHost}:${bound.port}`;
-      logger.info(bannerFields(config, url, options.configSource), 'berth is listening');
+      if ((options.worker?.index ?? 0) === 0) logger.info(bannerFields(config, url, options.configSource), 'berth is listening');
       const exposed = exposureWarning(config, bound.address);
       if (exposed) logger.warn(exposed);
       notifier.setListenPort(bound.port);

@@ -6,6 +6,7 @@ import type { Config } from './config/schema.js';
 import { s3Feature } from './features/s3.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
+import { workerIndex } from './workers/index.js';
 import { parseCollectArgs } from './registry/gc/args.js';
 import { parsePurgeArgs } from './registry/purge-args.js';
 import { parseVerifyArgs } from './registry/verify/args.js';
@@ -95,10 +96,19 @@ async function main(argv: string[]): Promise<number> {
 
 async function serve(file: string | undefined): Promise<number> {
   const { config, source, warnings } = await loadConfig(file);
+  const index = workerIndex();
+  if (config.http.workers > 1 && index === undefined) {
+    // the primary of several workers (src/workers/): it forks them and serves the debug listener
+    const logger = createLogger(config.log);
+    for (const warning of warnings) logger.warn(warning);
+    const { runWorkers } = await import('./workers/index.js');
+    return runWorkers({ count: config.http.workers, logger, debug: config.http.debug });
+  }
   // imported here: the other commands (garbage-collect) do not load the web server and its modules
   const { createApp } = await import('./app.js');
-  const app = await createApp(config, { configSource: source });
-  for (const warning of warnings) app.logger.warn(warning);
+  const logger = index === undefined ? undefined : createLogger(config.log).child({ worker: index });
+  const app = await createApp(config, { configSource: source, logger, worker: index === undefined ? undefined : { index } });
+  if (index === undefined) for (const warning of warnings) app.logger.warn(warning);
   await app.listen();
   startupDone();
   await new Promise<void>((resolve) => {

@@ -3,6 +3,7 @@
  * write is declared here with its default; nothing else in berth reads raw configuration.
  * Environment overrides arrive as strings, so booleans, integers and durations also accept strings.
  */
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 
@@ -278,6 +279,8 @@ const http = z
     headers: z.record(z.string(), z.array(z.string())).default({}),
     /** how long a shutdown (SIGTERM) waits for requests in flight, then for queued events */
     draintimeout: duration.prefault('10s'),
+    /** berth's: worker processes on one port (src/workers/); `auto`: one per core */
+    workers: z.union([z.literal('auto').transform(() => availableParallelism()), int(1)]).default(1),
     debug: z
       .strictObject({
         addr: listenAddress,
@@ -650,6 +653,10 @@ export const configSchema = z.strictObject({
   proxy: proxy.optional(),
   middleware,
 })
+  .refine((c) => c.http.workers === 1 || c.ratelimit === undefined || c.redis !== undefined, {
+    message: 'with several workers each would keep its own buckets, allowing workers × rate: set redis (the buckets are then shared), or http.workers: 1',
+    path: ['ratelimit'],
+  })
   .refine((c) => c.storage.cache?.blobdescriptor !== 'redis' || c.redis !== undefined, {
     message: 'redis shares the metadata cache through the Redis server of the redis block: set redis.addr, or use inmemory',
     path: ['storage', 'cache', 'blobdescriptor'],

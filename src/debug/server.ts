@@ -54,7 +54,7 @@ export async function startDebugServer(address: { host: string; port: number }, 
 async function handle(req: IncomingMessage, res: ServerResponse, options: DebugOptions): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'only GET and HEAD' }, { allow: 'GET, HEAD' });
-  if (path === '/debug/vars') return send(res, 200, { ...vars(options.notifier), ...options.figures() });
+  if (path === '/debug/vars') return send(res, 200, { ...debugVars(options.notifier), ...options.figures() });
   if (path === '/debug/health') {
     const failures = await options.readiness();
     return send(res, Object.keys(failures).length === 0 ? 200 : 503, failures);
@@ -68,7 +68,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: DebugO
   send(res, 404, { error: `no such debug page: ${path}` });
 }
 
-function vars(notifier: Notifier): Record<string, unknown> {
+/** the process's own part of /debug/vars (the features' figures are added to it) */
+export function debugVars(notifier: Notifier): Record<string, unknown> {
   const notifications = { endpoints: notifier.snapshot() };
   const memory = process.memoryUsage();
   return {

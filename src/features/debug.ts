@@ -4,6 +4,7 @@
  * to time them) and notification counters. prom-client is loaded only then.
  */
 import { parseAddr } from '../http/address.js';
+import { workerIndex } from '../workers/index.js';
 import type { Feature, FeatureParts } from './feature.js';
 
 interface DebugConfig {
@@ -25,6 +26,13 @@ export const debugFeature: Feature<DebugConfig> = {
         metrics?.watchFigures(figures);
       },
       async listening({ readiness, notifier, figures }) {
+        if (workerIndex() !== undefined) {
+          // one of several workers: the primary serves the listener and asks each worker (src/workers/)
+          const { answerPrimary } = await import('../workers/ipc.js');
+          const { debugVars } = await import('../debug/server.js');
+          answerPrimary({ vars: () => ({ ...debugVars(notifier), ...figures() }), health: readiness, metrics: () => metrics?.registry.getMetricsAsJSON() ?? [] });
+          return undefined;
+        }
         const { startDebugServer } = await import('../debug/server.js');
         server = await startDebugServer(parseAddr(debug.addr), {
           readiness,

@@ -24,13 +24,19 @@ export class Scheduler {
   private readonly running = new Set<Promise<void>>();
   private readonly abort = new AbortController();
 
-  constructor(private readonly logger: Pick<Logger, 'error'>, clock: Clock = systemClock) {
+  /** `runs: false`: tasks are taken and never run (a worker process other than the first: src/workers/) */
+  constructor(
+    private readonly logger: Pick<Logger, 'error'>,
+    clock: Clock = systemClock,
+    private readonly runs = true,
+  ) {
     this.clock = clock;
   }
 
   /** runs `task` periodically until the returned function or close() is called */
   every(task: PeriodicTask): () => void {
     if (this.abort.signal.aborted) throw new Error(`scheduler is closed: cannot start ${task.name}`);
+    if (!this.runs) return () => {};
     let cancel = () => {};
     let stopped = false;
     const schedule = (ms: number) => {
