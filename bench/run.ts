@@ -21,6 +21,8 @@
  *   BENCH_BERTH=tsx       run berth from src/ through tsx instead of compiling it first
  *   BENCH_OUT=FILE         write the Markdown here instead of bench/results/<date>.md
  *   BENCH_RECORD_PULLS=1   berth records last-pull times (retention's notpulledfor), to measure their cost
+ *   BENCH_WORKERS=N        berth runs N worker processes (http.workers); run once with 1 and once with 2
+ *                          to compare (the measured CPU and RSS are the primary's, not the workers')
  *
  * Needs the Debian packages docker-registry, skopeo and time (GNU time, for the gc row's peak RSS); ceph-mon, ceph-osd, radosgw and ceph-common
  * for the S3 rows (skipped without them); librsvg2-bin for the PNG chart.

@@ -87,6 +87,11 @@ export function buildBerth(): string {
   return join(outDir, 'cli.js');
 }
 
+/** BENCH_WORKERS=N: berth runs N worker processes (http.workers), to compare with one */
+function workers(): Record<string, unknown> {
+  return process.env.BENCH_WORKERS ? { workers: process.env.BENCH_WORKERS } : {};
+}
+
 /**
  * BENCH_RECORD_PULLS=1: berth records last-pull times (a retention policy with notpulledfor, the
  * scheduled pass off), to measure what recording costs the pull path (docs/decisions.md)
@@ -112,7 +117,7 @@ export async function startBerth(backend: Backend, cli: string | undefined, opti
           version: '0.1',
           log: { level: 'warn', accesslog: { disabled: true } },
           storage: { ...backend.storage, delete: { enabled: true }, maintenance: { uploadpurging: { enabled: false }, ...recordPulls() } },
-          http: { addr: `127.0.0.1:${port}`, secret: 'berth-bench-secret' },
+          http: { addr: `127.0.0.1:${port}`, secret: 'berth-bench-secret', ...workers() },
           ...options.config,
         }),
       );
