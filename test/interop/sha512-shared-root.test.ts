@@ -9,7 +9,9 @@
 // - its garbage-collect walks blobs/sha512 and the sha512 revisions: it marks what sha512
 //   manifests reference, and deletes an unreferenced sha512 blob like a sha256 one;
 // - pushed to directly, it verifies a sha512 `digest` (and accepts `digest-algorithm=sha512`) but
-//   stores the blob under its sha256 digest, which its 201 answers: only berth stores sha512.
+//   stores the blob under its sha256 digest, which its 201 answers: only berth stores sha512. The
+//   sha512 link it writes is an alias holding the sha256 digest; berth does not follow it (404 by
+//   the sha512 digest on berth, docs/decisions.md).
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -79,7 +81,7 @@ describe('a root with sha512 content beside sha256 images, shared with Distribut
     }
   });
 
-  it('pushed to directly, Distribution checks a sha512 digest but stores the blob under sha256', async () => {
+  it('pushed to directly, Distribution checks a sha512 digest but stores the blob under sha256 (the sha512 digest an alias berth does not follow)', async () => {
     const blob = randomBlob(300);
     const post = await fetch(`${ref.url}/v2/interop/direct/blobs/uploads/?digest-algorithm=sha512`, { method: 'POST' });
     assert.equal(post.status, 202);
@@ -88,6 +90,11 @@ describe('a root with sha512 content beside sha256 images, shared with Distribut
     const put = await fetch(location, { method: 'PUT', body: blob.data });
     assert.equal(put.status, 201);
     assert.equal(put.headers.get('docker-content-digest'), blob.digest);
+    // it also links the sha512 digest as an alias of the sha256 blob, and serves it by either
+    const alias = await fetch(`${ref.url}/v2/interop/direct/blobs/${sha512(blob.data)}`, { method: 'HEAD' });
+    assert.equal(alias.status, 200);
+    assert.equal(alias.headers.get('docker-content-digest'), blob.digest);
+    // berth serves what it stores, by its own digest; it does not follow cross-algorithm aliases
     assert.equal((await fetch(`${berth.url}/v2/interop/direct/blobs/${blob.digest}`, { method: 'HEAD' })).status, 200);
     assert.equal((await fetch(`${berth.url}/v2/interop/direct/blobs/${sha512(blob.data)}`, { method: 'HEAD' })).status, 404);
   });
