@@ -4,7 +4,7 @@
  * digest hex. Whatever walks them walks every algorithm berth knows, here.
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
-import { ALGORITHMS, digestOf, type Algorithm, type Digest } from './digest.js';
+import { ALGORITHMS, digestOf, isAlgorithm, type Algorithm, type Digest } from './digest.js';
 import * as layout from './layout.js';
 import { forEach } from './pool.js';
 
@@ -14,10 +14,16 @@ export interface DigestListing {
   strays: string[];
 }
 
-/** the digests named under `dirOf(algorithm)`, for every algorithm */
+/**
+ * the digests named under `dirOf(algorithm)`, for every algorithm. The algorithms' directories
+ * are siblings (`<parent>/<algorithm>`): the parent is listed first and only the algorithms found
+ * there after it, so a missing directory costs one call and a sha256-only one two.
+ */
 export async function listDigests(driver: StorageDriver, dirOf: (algorithm: Algorithm) => string): Promise<DigestListing> {
   const listing: DigestListing = { digests: [], strays: [] };
-  const perAlgorithm = await Promise.all(ALGORITHMS.map(async (algorithm) => ({ algorithm, names: (await unlessMissing(driver.listNames(dirOf(algorithm)))) ?? [] })));
+  const parent = dirOf('sha256').slice(0, -'/sha256'.length);
+  const present = ((await unlessMissing(driver.listNames(parent))) ?? []).filter(isAlgorithm);
+  const perAlgorithm = await Promise.all(present.map(async (algorithm) => ({ algorithm, names: (await unlessMissing(driver.listNames(dirOf(algorithm)))) ?? [] })));
   for (const { algorithm, names } of perAlgorithm) {
     for (const hex of names) {
       const digest = digestOf(algorithm, hex);
