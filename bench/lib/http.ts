@@ -78,14 +78,17 @@ function location(base: string, answer: Answer): URL {
   return new URL(loc, base);
 }
 
-async function startUpload(base: string, repo: string): Promise<URL> {
-  return location(base, expect(await send('POST', `${base}/v2/${repo}/blobs/uploads/`), 202, `POST upload to ${repo}`));
+async function startUpload(base: string, repo: string, query = ''): Promise<URL> {
+  return location(base, expect(await send('POST', `${base}/v2/${repo}/blobs/uploads/${query}`), 202, `POST upload to ${repo}`));
 }
 
-/** POST, then one PUT ?digest= carrying the whole body (the reference takes no body on POST) */
-export async function pushMonolithic(base: string, repo: string, blob: PatternBlob): Promise<void> {
-  const url = await startUpload(base, repo);
-  url.searchParams.set('digest', blob.digest());
+/**
+ * POST, then one PUT ?digest= carrying the whole body (the reference takes no body on POST).
+ * `sha512`: completed by the sha512 digest, announced on the POST (`digest-algorithm`, OCI) or not
+ */
+export async function pushMonolithic(base: string, repo: string, blob: PatternBlob, sha512?: 'announced' | 'unannounced'): Promise<void> {
+  const url = await startUpload(base, repo, sha512 === 'announced' ? '?digest-algorithm=sha512' : '');
+  url.searchParams.set('digest', blob.digest(sha512 ? 'sha512' : 'sha256'));
   expect(
     await send('PUT', url, { headers: { 'content-type': 'application/octet-stream', 'content-length': blob.size }, body: blob.chunks() }),
     201,

@@ -65,7 +65,7 @@ const onStorage = (storage: Storage | undefined) => (storage === 's3' ? ' on S3'
 
 export const mibps = (bytes: number, ms: number) => bytes / MiB / (ms / 1000);
 
-function pushScenario(id: string, title: string, settings: BlobSettings, push: (reg: Registry, repo: string) => Promise<void>): Scenario {
+function pushScenario(id: string, title: string, settings: BlobSettings, push: (reg: Registry, repo: string) => Promise<void>, note?: string): Scenario {
   const repo = (round: number) => `bench/push/${id}-r${round}`;
   return {
     id,
@@ -80,8 +80,10 @@ function pushScenario(id: string, title: string, settings: BlobSettings, push: (
       const ms = performance.now() - t0;
       return { throughput: mibps(settings.big.size, ms), seconds: ms / 1000 };
     },
-    cleanup: (reg, round) => reg.backend.removePushed(repo(round), [settings.big.digest()]),
+    // a sha512 push is stored under sha512 by berth, under sha256 by Distribution
+    cleanup: (reg, round) => reg.backend.removePushed(repo(round), [settings.big.digest(), ...(id.includes('sha512') ? [settings.big.digest('sha512')] : [])]),
     done: settings.afterPushes,
+    ...(note && { note }),
   };
 }
 
@@ -97,6 +99,20 @@ export function blobScenarios(settings: BlobSettings): Scenario[] {
   const all: Scenario[] = [
     pushScenario(id('push-monolithic'), `push ${size}${on}, monolithic (POST, one PUT)`, settings, (reg, repo) => pushMonolithic(reg.url, repo, big)),
     pushScenario(id('push-chunked-16m'), `push ${size}${on}, PATCH 16 MiB chunks`, settings, (reg, repo) => pushChunked(reg.url, repo, big, 16 * MiB)),
+    pushScenario(
+      id('push-sha512'),
+      `push ${size}${on} by its sha512 digest, monolithic, without digest-algorithm`,
+      settings,
+      (reg, repo) => pushMonolithic(reg.url, repo, big, 'unannounced'),
+      'both hash sha256 while writing and read the upload again for sha512; berth stores it under sha512, Distribution under sha256',
+    ),
+    pushScenario(
+      id('push-sha512-announced'),
+      `push ${size}${on} by its sha512 digest, monolithic, POST ?digest-algorithm=sha512`,
+      settings,
+      (reg, repo) => pushMonolithic(reg.url, repo, big, 'announced'),
+      'berth hashes sha512 while writing; Distribution ignores the parameter and reads the upload again',
+    ),
     pushScenario(id('push-chunked-64m'), `push ${size}${on}, PATCH 64 MiB chunks`, settings, (reg, repo) => pushChunked(reg.url, repo, big, 64 * MiB)),
     {
       id: id('push-8x'),
@@ -188,7 +204,7 @@ export function blobScenarios(settings: BlobSettings): Scenario[] {
     },
   ];
   // S3: a subset (the blob rows that matter there, in the time budget); redirects only exist there
-  const s3Skips = new Set(['push-chunked-64m', 'pull-ranged'].map(id));
+  const s3Skips = new Set(['push-chunked-64m', 'pull-ranged', 'push-sha512', 'push-sha512-announced'].map(id));
   return all.filter((s) => (storage === 's3' ? !s3Skips.has(s.id) : s.instance !== 'redirect'));
 }
 

@@ -4,6 +4,7 @@
  * that share the secret accept each other's URLs.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { isAlgorithm, type Algorithm } from '../registry/digest.js';
 
 export interface UploadState {
   name: string;
@@ -11,6 +12,8 @@ export interface UploadState {
   /** bytes the upload held when the URL was issued (informational: the stored size is authoritative) */
   offset: number;
   startedAt: string;
+  /** the running hash's algorithm (the POST's `digest-algorithm`); absent in URLs of older versions: sha256 */
+  algorithm?: Algorithm;
 }
 
 export class UploadStateSigner {
@@ -32,7 +35,8 @@ export class UploadStateSigner {
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     try {
       const state = JSON.parse(Buffer.from(payload, 'base64url').toString()) as UploadState;
-      return typeof state.name === 'string' && typeof state.uuid === 'string' ? state : undefined;
+      const valid = typeof state.name === 'string' && typeof state.uuid === 'string' && (state.algorithm === undefined || isAlgorithm(state.algorithm));
+      return valid ? state : undefined;
     } catch {
       return undefined;
     }

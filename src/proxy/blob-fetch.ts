@@ -14,7 +14,7 @@ import { PassThrough, Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../registry/blobs.js';
 import { blobUnknown } from '../registry/blobs.js';
-import type { Digest } from '../registry/digest.js';
+import { digestAlgorithm, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import { describe, rethrowUpstream } from './errors.js';
@@ -135,9 +135,11 @@ class BlobFetch {
 
   private async store(res: Response): Promise<void> {
     const started = Date.now();
-    const upload = await this.uploads.start(this.name);
+    // hashed with the digest's algorithm as the bytes arrive
+    const algorithm = digestAlgorithm(this.digest);
+    const upload = await this.uploads.start(this.name, algorithm);
     try {
-      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res));
+      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm);
     } catch (err) {
       this.abort.abort();
       await this.uploads.cancel(this.name, upload.uuid).catch(() => undefined); // a wrong digest removed it already

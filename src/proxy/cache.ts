@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import type { BlobStore } from '../registry/blobs.js';
 import { blobUnknown } from '../registry/blobs.js';
 import type { BlobStat, ByteRange, ContentSource } from '../registry/content.js';
-import { isDigest, type Digest } from '../registry/digest.js';
+import { digestAlgorithm, isDigest, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
 import type { ManifestStore, Reference, StoredManifest } from '../registry/manifest-store.js';
 import { parseManifest, supportedManifestMediaTypes } from '../registry/manifests/index.js';
@@ -166,7 +166,8 @@ export class PullThroughCache implements ContentSource {
     }
     const body = await this.upstream.read(readLimited(res, MANIFEST_LIMIT));
     const contentType = res.headers.get('content-type') ?? undefined;
-    const parsed = await parseManifest(contentType, body).catch((err: unknown) => {
+    const algorithm = isDigest(ref) ? digestAlgorithm(ref) : 'sha256';
+    const parsed = await parseManifest(contentType, body, { algorithm }).catch((err: unknown) => {
       throw this.badManifest(name, what, describe(err));
     });
     if (isDigest(ref) && parsed.digest !== ref) throw this.badManifest(name, what, `its digest is ${parsed.digest}, not ${ref}`);

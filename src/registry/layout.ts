@@ -2,12 +2,13 @@
  * Every storage path berth uses, in one place. The layout is CNCF Distribution's, so a directory
  * or bucket written by Distribution is served by berth and the other way round.
  */
-import { digestHex, type Digest } from './digest.js';
+import { digestAlgorithm, digestHex, type Algorithm, type Digest } from './digest.js';
 
 export const ROOT = '/docker/registry/v2';
 export const REPOSITORIES = `${ROOT}/repositories`;
 
 const hexOf = (digest: Digest) => digestHex(digest);
+const algorithmOf = (digest: Digest) => digestAlgorithm(digest);
 
 /** berth's registry-wide state, beside Distribution's directories (which Distribution ignores) */
 export const BERTH_STATE = `${ROOT}/_berth`;
@@ -21,7 +22,10 @@ export const GC_STATE = `${BERTH_STATE}/gc`;
 export const GC_LEASE = `${GC_STATE}/lease`;
 /** written when a collection starts its mark: its modification time is the collection's start on the store's clock */
 export const GC_MARK_STARTED = `${GC_STATE}/mark-started`;
-/** a blob's last use (told to exist, mounted, committed, referenced by a manifest): its modification time */
+/**
+ * a blob's last use (told to exist, mounted, committed, referenced by a manifest): its modification
+ * time. Named by hex alone, as the trash below: a hex's length names its algorithm (digestOfHex).
+ */
 export function gcTouch(digest: Digest): string {
   return `${GC_STATE}/touched/${hexOf(digest)}`;
 }
@@ -34,18 +38,26 @@ export function gcTrashDir(digest: Digest): string {
   return `${GC_TRASH}/${hexOf(digest)}`;
 }
 
-/** every blob, in 256 directories named by the first 2 hex of their digests */
-export const BLOBS = `${ROOT}/blobs/sha256`;
+/**
+ * every blob, one directory per algorithm (as Distribution names them), each in 256 directories
+ * named by the first 2 hex of their digests
+ */
+export const BLOBS = `${ROOT}/blobs`;
 
-/** one of BLOBS' directories: the blobs whose hex starts with `prefix` */
-export function blobPrefixDir(prefix: string): string {
-  return `${BLOBS}/${prefix}`;
+/** the blobs of one algorithm: blobs/<algorithm> */
+export function blobsDir(algorithm: Algorithm): string {
+  return `${BLOBS}/${algorithm}`;
 }
 
-/** the directory of one blob's content: blobs/sha256/<first 2 hex>/<hex> */
+/** one of blobsDir's directories: the blobs whose hex starts with `prefix` */
+export function blobPrefixDir(algorithm: Algorithm, prefix: string): string {
+  return `${blobsDir(algorithm)}/${prefix}`;
+}
+
+/** the directory of one blob's content: blobs/<algorithm>/<first 2 hex>/<hex> */
 export function blobDir(digest: Digest): string {
   const hex = hexOf(digest);
-  return `${blobPrefixDir(hex.slice(0, 2))}/${hex}`;
+  return `${blobPrefixDir(algorithmOf(digest), hex.slice(0, 2))}/${hex}`;
 }
 
 export function blobData(digest: Digest): string {
@@ -61,13 +73,13 @@ export function layerLink(name: string, digest: Digest): string {
   return `${layerLinkDir(name, digest)}/link`;
 }
 
-/** a repository's layer links, one directory per digest hex */
-export function layersDir(name: string): string {
-  return `${repository(name)}/_layers/sha256`;
+/** a repository's layer links of one algorithm, one directory per digest hex */
+export function layersDir(name: string, algorithm: Algorithm): string {
+  return `${repository(name)}/_layers/${algorithm}`;
 }
 
 export function layerLinkDir(name: string, digest: Digest): string {
-  return `${layersDir(name)}/${hexOf(digest)}`;
+  return `${layersDir(name, algorithmOf(digest))}/${hexOf(digest)}`;
 }
 
 /** the directory whose presence makes a repository (for the catalog, tags and manifests), as in Distribution 3 */
@@ -85,16 +97,17 @@ export function repositoryKeep(name: string): string {
   return `${manifestsDir(name)}/berth.keep`;
 }
 
-export function manifestRevisionsDir(name: string): string {
-  return `${manifestsDir(name)}/revisions/sha256`;
+/** a repository's manifest revisions of one algorithm, one directory per digest hex */
+export function manifestRevisionsDir(name: string, algorithm: Algorithm): string {
+  return `${manifestsDir(name)}/revisions/${algorithm}`;
 }
 
 export function manifestRevisionLink(name: string, digest: Digest): string {
-  return `${manifestRevisionsDir(name)}/${hexOf(digest)}/link`;
+  return `${manifestRevisionDir(name, digest)}/link`;
 }
 
 export function manifestRevisionDir(name: string, digest: Digest): string {
-  return `${manifestRevisionsDir(name)}/${hexOf(digest)}`;
+  return `${manifestRevisionsDir(name, algorithmOf(digest))}/${hexOf(digest)}`;
 }
 
 export function tagsDir(name: string): string {
@@ -113,13 +126,13 @@ export function tagCurrentLink(name: string, tag: string): string {
   return `${tagCurrentDir(name, tag)}/link`;
 }
 
-/** a tag's index: one directory per manifest the tag has named */
-export function tagIndexDir(name: string, tag: string): string {
-  return `${tagDir(name, tag)}/index/sha256`;
+/** a tag's index of one algorithm: one directory per manifest the tag has named */
+export function tagIndexDir(name: string, tag: string, algorithm: Algorithm): string {
+  return `${tagDir(name, tag)}/index/${algorithm}`;
 }
 
 export function tagIndexEntryDir(name: string, tag: string, digest: Digest): string {
-  return `${tagIndexDir(name, tag)}/${hexOf(digest)}`;
+  return `${tagIndexDir(name, tag, algorithmOf(digest))}/${hexOf(digest)}`;
 }
 
 export function tagIndexLink(name: string, tag: string, digest: Digest): string {
@@ -164,23 +177,26 @@ export function scheduleState(task: string): string {
   return `${BERTH_STATE}/schedule/${task}.json`;
 }
 
-/** berth's referrers index (OCI 1.1): one directory per subject that has referrers */
-export function referrerSubjectsDir(name: string): string {
-  return `${manifestsDir(name)}/referrers/sha256`;
+/**
+ * berth's referrers index (OCI 1.1): one directory per subject that has referrers, by the
+ * subject's algorithm: referrers/<subject algorithm>/<subject hex>/<referrer algorithm>/<referrer hex>
+ */
+export function referrerSubjectsDir(name: string, algorithm: Algorithm): string {
+  return `${manifestsDir(name)}/referrers/${algorithm}`;
 }
 
 /** one subject's referrers: one descriptor file per manifest whose `subject` is `subject` */
 export function referrersDir(name: string, subject: Digest): string {
-  return `${referrerSubjectsDir(name)}/${hexOf(subject)}`;
+  return `${referrerSubjectsDir(name, algorithmOf(subject))}/${hexOf(subject)}`;
 }
 
-/** the directories of `subject`'s referrers, one per referrer digest hex */
-export function referrerEntriesDir(name: string, subject: Digest): string {
-  return `${referrersDir(name, subject)}/sha256`;
+/** the directories of `subject`'s referrers of one algorithm, one per referrer digest hex */
+export function referrerEntriesDir(name: string, subject: Digest, algorithm: Algorithm): string {
+  return `${referrersDir(name, subject)}/${algorithm}`;
 }
 
 export function referrerDir(name: string, subject: Digest, digest: Digest): string {
-  return `${referrerEntriesDir(name, subject)}/${hexOf(digest)}`;
+  return `${referrerEntriesDir(name, subject, algorithmOf(digest))}/${hexOf(digest)}`;
 }
 
 export function referrerDescriptor(name: string, subject: Digest, digest: Digest): string {

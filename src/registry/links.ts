@@ -7,7 +7,7 @@
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import { isDigest, type Digest } from './digest.js';
 
-/** the digest a link points at; undefined when there is no link (or it holds no sha256 digest) */
+/** the digest a link points at; undefined when there is no link (or it holds no digest berth knows) */
 export async function readLink(driver: StorageDriver, path: string): Promise<Digest | undefined> {
   // trimmed: a link edited by hand may end with a newline
   const content = (await unlessMissing(driver.getContent(path)))?.toString().trim();

@@ -8,7 +8,8 @@ import { LRUCache } from 'lru-cache';
 import type { BlobStore } from './blobs.js';
 import { DirectoryCache } from './directory-cache.js';
 import type { SharedCache } from './shared-cache.js';
-import { isDigest, sha256, type Digest } from './digest.js';
+import { digestAlgorithm, digestBytes, isDigest, type Digest } from './digest.js';
+import { listDigests } from './digest-dirs.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { linksTo, writeLink } from './links.js';
@@ -78,7 +79,9 @@ export class ManifestStore {
    * aborted when the client is gone, which stops the validation
    */
   async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer, signal?: AbortSignal): Promise<ParsedManifest> {
-    const manifest = await parseManifest(contentType, body, { schema1: this.options.schema1, signal });
+    // stored under the algorithm of a digest reference; a tag names the sha256 digest
+    const algorithm = 'digest' in reference ? digestAlgorithm(reference.digest) : 'sha256';
+    const manifest = await parseManifest(contentType, body, { schema1: this.options.schema1, signal, algorithm });
     checkAgainstURL(manifest, name, reference);
     if (this.options.urlPolicy) checkLayerURLs(manifest, this.options.urlPolicy);
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
@@ -86,7 +89,7 @@ export class ManifestStore {
     await this.revisions.run(`${name}@${manifest.digest}`, async () => {
       const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed: new Date((this.options.now ?? Date.now)()).toISOString() };
       if (manifest.payload !== body) {
-        meta.signed = sha256(body);
+        meta.signed = digestBytes(algorithm, body);
         await this.storeContent(meta.signed, body);
       }
       await this.storeContent(manifest.digest, manifest.payload);
@@ -143,12 +146,14 @@ export class ManifestStore {
     });
   }
 
-  /** descriptors of the manifests whose subject is `subject`, optionally of one artifactType */
+  /**
+   * descriptors of the manifests whose subject is `subject`, optionally of one artifactType; none
+   * in a repository that does not exist (OCI: a referrers request is never answered 404)
+   */
   async referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
-    await checkRepository(this.driver, name);
-    const entries = (await unlessMissing(this.driver.list(layout.referrerEntriesDir(name, subject)))) ?? [];
-    const descriptors = await mapLimited(entries, REQUEST_IO_CONCURRENCY, async (dir) => {
-      const content = await unlessMissing(this.driver.getContent(`${dir}/descriptor`)); // deleted meanwhile
+    const { digests } = await listDigests(this.driver, (algorithm) => layout.referrerEntriesDir(name, subject, algorithm));
+    const descriptors = await mapLimited(digests, REQUEST_IO_CONCURRENCY, async (digest) => {
+      const content = await unlessMissing(this.driver.getContent(layout.referrerDescriptor(name, subject, digest))); // deleted meanwhile
       const descriptor = content && (JSON.parse(content.toString()) as Descriptor);
       // a revision deleted by Distribution on a shared root leaves berth's index entry behind
       return descriptor && (await this.hasRevision(name, descriptor.digest)) ? descriptor : undefined;
@@ -212,7 +217,7 @@ export class ManifestStore {
   /** content from the shared cache, if it is what `digest` names (anything else there is ignored) */
   private async sharedContent(digest: Digest): Promise<Buffer | undefined> {
     const content = await this.options.shared?.get(`manifest:${digest}`);
-    return content && sha256(content) === digest ? content : undefined;
+    return content && digestBytes(digestAlgorithm(digest), content) === digest ? content : undefined;
   }
 
   /** MANIFEST_UNKNOWN, or NAME_UNKNOWN when the repository itself does not exist */

@@ -1,17 +1,20 @@
 /**
  * Upload sessions: bytes are appended to repositories/<name>/_uploads/<uuid>/data and hashed as
  * they arrive. On completion the digest is checked and the data moved to blobs/ (atomically), so a
- * blob is visible only once verified. All state is in storage; the running sha256 is kept in memory
- * only as a shortcut and recomputed from the stored bytes after a restart or on another instance.
+ * blob is visible only once verified. All state is in storage; the running hash (of the upload's
+ * algorithm: sha256 unless the client named another when it started) is kept in memory only as a
+ * shortcut and recomputed from the stored bytes after a restart or on another instance.
+ * The blob is stored under the algorithm of the first digest the completion names; a digest of
+ * another algorithm than the running hash's is checked by reading the stored bytes again.
  * An upload older than the expiry age is gone: removed when next addressed (the purge removes the
  * ones nobody comes back to).
  */
-import { randomUUID, createHash, type Hash } from 'node:crypto';
+import { randomUUID, type Hash } from 'node:crypto';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { isStorageFull, PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
-import { hasherDigest, newHasher, parseVerifiableDigest, type Digest } from './digest.js';
+import { digestAlgorithm, hasherDigest, newHasher, parseDigest, type Algorithm, type Digest } from './digest.js';
 import { RegistryError } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
 
@@ -21,6 +24,8 @@ export interface UploadStatus {
   /** bytes received and persisted so far */
   size: number;
   startedAt: Date;
+  /** what the running hash computes (the `digest-algorithm` of the POST; sha256 by default) */
+  algorithm: Algorithm;
 }
 
 /** A chunk that does not start where the upload ends (416); `size` is what the upload holds. */
@@ -40,6 +45,7 @@ export interface ChunkRange {
 /** running hashes of recently used uploads, keyed by uuid; valid only when `offset` equals the stored size */
 interface HashState {
   hash: Hash;
+  algorithm: Algorithm;
   offset: number;
 }
 
@@ -71,24 +77,28 @@ export class UploadSessions {
     this.clock = options.clock ?? systemClock;
   }
 
-  async start(name: string): Promise<UploadStatus> {
+  /**
+   * `algorithm`: what the running hash computes. The caller keeps it (in the upload URL's signed
+   * state) and hands it back on every later call: storage holds no more than Distribution's files.
+   */
+  async start(name: string, algorithm: Algorithm = 'sha256'): Promise<UploadStatus> {
     const uuid = randomUUID();
     const startedAt = new Date(this.clock.now());
     await this.driver.putContent(layout.uploadStartedAt(name, uuid), Buffer.from(startedAt.toISOString()));
-    return { name, uuid, size: 0, startedAt };
+    return { name, uuid, size: 0, startedAt, algorithm };
   }
 
   /** the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN (an expired upload is removed first) */
-  async status(name: string, uuid: string): Promise<UploadStatus> {
-    const status = await this.read(name, uuid);
+  async status(name: string, uuid: string, algorithm: Algorithm = 'sha256'): Promise<UploadStatus> {
+    const status = await this.read(name, uuid, algorithm);
     if (!this.expired(status)) return status;
     // removed under the lock, so not in the middle of a chunk still being written
-    return this.locks.run(uuid, () => this.open(name, uuid));
+    return this.locks.run(uuid, () => this.open(name, uuid, algorithm));
   }
 
   /** the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN; removes it when expired (under the lock) */
-  private async open(name: string, uuid: string): Promise<UploadStatus> {
-    const status = await this.read(name, uuid);
+  private async open(name: string, uuid: string, algorithm: Algorithm): Promise<UploadStatus> {
+    const status = await this.read(name, uuid, algorithm);
     if (this.expired(status)) {
       await this.remove(name, uuid);
       throw uploadUnknown(uuid);
@@ -100,7 +110,7 @@ export class UploadSessions {
     return this.maxAge !== undefined && this.clock.now() - status.startedAt.getTime() > this.maxAge;
   }
 
-  private async read(name: string, uuid: string): Promise<UploadStatus> {
+  private async read(name: string, uuid: string, algorithm: Algorithm): Promise<UploadStatus> {
     let startedAt: Date;
     try {
       startedAt = new Date((await this.driver.getContent(layout.uploadStartedAt(name, uuid))).toString().trim());
@@ -108,16 +118,16 @@ export class UploadSessions {
       if (err instanceof PathNotFoundError) throw uploadUnknown(uuid);
       throw err;
     }
-    return { name, uuid, size: await this.storedSize(name, uuid), startedAt };
+    return { name, uuid, size: await this.storedSize(name, uuid), startedAt, algorithm };
   }
 
   /** appends a chunk (PATCH); with `range`, the chunk must start where the upload ends */
-  append(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, range?: ChunkRange): Promise<UploadStatus> {
+  append(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256'): Promise<UploadStatus> {
     return this.locks.run(uuid, async () => {
-      const status = await this.open(name, uuid);
+      const status = await this.open(name, uuid, algorithm);
       checkRange(status.size, range);
       if (!range) {
-        status.size = await this.write(name, uuid, body, false);
+        status.size = await this.write(status, body, false);
         return status;
       }
       // the chunk must be the range it declares: what arrived of it is kept (as after a
@@ -125,7 +135,7 @@ export class UploadSessions {
       const declared = range.end - range.start + 1;
       let overrun = false;
       try {
-        status.size = await this.write(name, uuid, upTo(body, declared), false);
+        status.size = await this.write(status, upTo(body, declared), false);
       } catch (err) {
         if (!(err instanceof ChunkOverrun)) throw err;
         overrun = true;
@@ -141,8 +151,9 @@ export class UploadSessions {
 
   /**
    * Completes the upload (PUT): appends the last bytes, if any, checks the content against every
-   * given digest, links it into the repository and moves it to blobs/. On a mismatch the upload is
-   * discarded (the client starts over, as the spec's state table says).
+   * given digest, links it into the repository and moves it to blobs/, under the first digest's
+   * algorithm. On a mismatch the upload is discarded (the client starts over, as the spec's state
+   * table says).
    *
    * The link comes before the move so that a completion cut short (SIGKILL) can be retried: killed
    * before the move, the data is still in the upload; killed after it, the upload is empty and the
@@ -150,18 +161,18 @@ export class UploadSessions {
    * stored blob the repository does not link, on an empty upload, would hand any blob to whoever
    * knows its digest; a retry never needs that.)
    */
-  complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange): Promise<BlobInfo> {
-    const expected = digests.map(parseVerifiableDigest);
+  complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256'): Promise<BlobInfo> {
+    const expected = digests.map(parseDigest);
     return this.locks.run(uuid, async () => {
-      const status = await this.open(name, uuid);
+      const status = await this.open(name, uuid, algorithm);
       checkRange(status.size, range);
-      const size = await this.write(name, uuid, body ?? [], true);
+      const size = await this.write(status, body ?? [], true);
       const done = size === 0 ? await this.completedBefore(name, expected) : undefined;
       if (done) {
         await this.remove(name, uuid);
         return done;
       }
-      const digest = await this.verify(name, uuid, size, expected);
+      const digest = await this.verify(status, size, expected);
       await this.blobs.link(name, digest);
       await this.moveToBlobs(name, uuid, digest);
       await this.remove(name, uuid);
@@ -170,10 +181,9 @@ export class UploadSessions {
   }
 
   /** the blob an earlier, interrupted completion of this upload stored and linked, if that is what `expected` names */
-  private async completedBefore(name: string, expected: ReturnType<typeof parseVerifiableDigest>[]): Promise<BlobInfo | undefined> {
-    const [first] = expected;
-    if (first.algorithm !== 'sha256' || expected.some((want) => want.digest !== first.digest)) return undefined;
-    const digest = first.digest as Digest;
+  private async completedBefore(name: string, expected: Digest[]): Promise<BlobInfo | undefined> {
+    const [digest] = expected;
+    if (expected.some((want) => want !== digest)) return undefined;
     if (!(await this.blobs.isLinked(name, digest))) return undefined;
     await this.blobs.touch([digest]); // online collection: the use is recorded before the check
     const size = await this.blobs.storedSize(digest);
@@ -182,7 +192,7 @@ export class UploadSessions {
 
   cancel(name: string, uuid: string): Promise<void> {
     return this.locks.run(uuid, async () => {
-      await this.open(name, uuid);
+      await this.open(name, uuid, 'sha256');
       await this.remove(name, uuid);
     });
   }
@@ -192,23 +202,24 @@ export class UploadSessions {
    * The `last` bytes of an upload are committed (made durable) before they can become a blob; a
    * client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it.
    */
-  private async write(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
+  private async write(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
     try {
-      return await this.appendData(name, uuid, body, last);
+      return await this.appendData(upload, body, last);
     } catch (err) {
       // a full store: the upload cannot go on (507 is terminal), and what it holds is space to give back
-      if (isStorageFull(err)) await this.remove(name, uuid).catch(() => undefined);
+      if (isStorageFull(err)) await this.remove(upload.name, upload.uuid).catch(() => undefined);
       throw err;
     }
   }
 
-  private async appendData(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
+  private async appendData(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
+    const { name, uuid } = upload;
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
     let state: HashState | undefined;
     let received = false;
     const batches = new WriteBatches(writer);
     try {
-      state = await this.hashState(name, uuid, writer.size);
+      state = await this.hashState(upload, writer.size);
       for await (const chunk of body) await batches.add(chunk, state.hash);
       await batches.flush(state.hash);
       received = true;
@@ -218,18 +229,18 @@ export class UploadSessions {
       this.hashes.delete(uuid);
       await (received && last ? writer.commit() : writer.close());
       // the hash covers what was handed to the writer; after a failed write it is of no use
-      if (state && writer.size === state.offset + batches.hashedBytes) this.remember(uuid, { hash: state.hash, offset: writer.size });
+      if (state && writer.size === state.offset + batches.hashedBytes) this.remember(uuid, { ...state, offset: writer.size });
     }
     return writer.size;
   }
 
-  /** the running hash of the first `size` stored bytes: from memory, or re-read from storage */
-  private async hashState(name: string, uuid: string, size: number): Promise<HashState> {
+  /** the running hash of the upload's first `size` stored bytes: from memory, or re-read from storage */
+  private async hashState({ name, uuid, algorithm }: UploadStatus, size: number): Promise<HashState> {
     const known = this.hashes.get(uuid);
-    if (known && known.offset === size) return known;
-    const hash = newHasher();
+    if (known && known.offset === size && known.algorithm === algorithm) return known;
+    const hash = newHasher(algorithm);
     if (size > 0) await this.hashStored(name, uuid, hash);
-    return { hash, offset: size };
+    return { hash, algorithm, offset: size };
   }
 
   private async hashStored(name: string, uuid: string, hash: Hash): Promise<void> {
@@ -241,24 +252,27 @@ export class UploadSessions {
     this.hashes.set(uuid, state);
   }
 
-  private async verify(name: string, uuid: string, size: number, expected: ReturnType<typeof parseVerifiableDigest>[]): Promise<Digest> {
-    const digest = hasherDigest((await this.hashState(name, uuid, size)).hash);
+  /** the digest the blob is stored under (the first given), once the content matches every given digest */
+  private async verify(upload: UploadStatus, size: number, expected: Digest[]): Promise<Digest> {
+    const actual = new Map<Algorithm, Digest>([[upload.algorithm, hasherDigest(upload.algorithm, (await this.hashState(upload, size)).hash)]]);
     for (const want of expected) {
-      const actual = want.algorithm === 'sha256' ? digest : await this.otherDigest(name, uuid, size, want.algorithm);
-      if (actual !== want.digest) {
-        await this.remove(name, uuid);
-        throw new RegistryError('DIGEST_INVALID', `provided digest ${want.digest} did not match uploaded content (${size} bytes with digest ${actual}); the upload was discarded`, {
-          detail: { digest: want.digest },
+      const algorithm = digestAlgorithm(want);
+      if (!actual.has(algorithm)) actual.set(algorithm, await this.otherDigest(upload, size, algorithm));
+      if (actual.get(algorithm) !== want) {
+        await this.remove(upload.name, upload.uuid);
+        throw new RegistryError('DIGEST_INVALID', `provided digest ${want} did not match uploaded content (${size} bytes with digest ${actual.get(algorithm)}); the upload was discarded`, {
+          detail: { digest: want },
         });
       }
     }
-    return digest;
+    return expected[0];
   }
 
-  private async otherDigest(name: string, uuid: string, size: number, algorithm: string): Promise<string> {
-    const hash = createHash(algorithm);
+  /** a digest of another algorithm than the running hash's: the stored bytes are read again */
+  private async otherDigest({ name, uuid }: UploadStatus, size: number, algorithm: Algorithm): Promise<Digest> {
+    const hash = newHasher(algorithm);
     if (size > 0) await this.hashStored(name, uuid, hash);
-    return `${algorithm}:${hash.digest('hex')}`;
+    return hasherDigest(algorithm, hash);
   }
 
   /** verified data becomes the blob; when it is stored already (a concurrent upload won), keep that copy */

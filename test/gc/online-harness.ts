@@ -26,17 +26,21 @@ export function berthFor(overrides: Overrides, driver: OnlineStore) {
   };
 }
 
-const sha = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
+/** the digest of `data` in the algorithm of `like` (sha256 or sha512 content) */
+const sha = (data: Buffer, like: string) => {
+  const algorithm = like.slice(0, like.indexOf(':'));
+  return `${algorithm}:${createHash(algorithm).update(data).digest('hex')}`;
+};
 
 /** the image (and, recursively, its children) is served whole by digest; undefined, or what is wrong */
 export async function servedWhole(url: string, name: string, image: Image): Promise<string | undefined> {
   const manifest = await fetch(`${url}/v2/${name}/manifests/${image.digest}`, { headers: { accept: image.mediaType } });
   if (manifest.status !== 200) return `${name}@${image.digest}: manifest ${manifest.status}`;
-  if (sha(Buffer.from(await manifest.arrayBuffer())) !== image.digest) return `${name}@${image.digest}: manifest bytes differ`;
+  if (sha(Buffer.from(await manifest.arrayBuffer()), image.digest) !== image.digest) return `${name}@${image.digest}: manifest bytes differ`;
   for (const blob of image.blobs) {
     const res = await fetch(`${url}/v2/${name}/blobs/${blob.digest}`);
     if (res.status !== 200) return `${name}: blob ${blob.digest} ${res.status}`;
-    if (sha(Buffer.from(await res.arrayBuffer())) !== blob.digest) return `${name}: blob ${blob.digest} bytes differ`;
+    if (sha(Buffer.from(await res.arrayBuffer()), blob.digest) !== blob.digest) return `${name}: blob ${blob.digest} bytes differ`;
   }
   for (const child of image.children) {
     const problem = await servedWhole(url, name, child);

@@ -22,8 +22,12 @@ import { stopSharedCeph } from '../helpers/ceph.js';
 import { berthFor, delays, servedWhole } from './online-harness.js';
 import { buildImage, pushImageOK, putManifest, type Image } from '../helpers/images.js';
 
-const sha = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** the digest of `data` in the algorithm of `like` */
+const sha = (data: Buffer, like: string) => {
+  const algorithm = like.slice(0, like.indexOf(':'));
+  return `${algorithm}:${createHash(algorithm).update(data).digest('hex')}`;
+};
 
 async function stored(driver: StorageDriver, digest: string): Promise<boolean> {
   return (await unlessMissing(driver.stat(layout.blobData(digest as Digest)))) !== undefined;
@@ -66,6 +70,29 @@ for (const driver of ['filesystem', 's3'] as const) {
         assert.equal(second.bytesFreed, orphan.blobs.reduce((n, b) => n + b.size, 0));
         assert.deepEqual((await unlessMissing(app.driver.listNames(layout.GC_TRASH))) ?? [], []);
         assert.equal(await servedWhole(url, 'app/kept', kept), undefined);
+      });
+    });
+
+    it('sha512 content: referenced blobs stay; unreferenced ones go to the trash (by hex), a HEAD takes one back, the rest are purged', async () => {
+      await withBerth(async ({ url, app }) => {
+        const kept = await pushImageOK(url, 'sha/kept', buildImage('oci-manifest', { algorithm: 'sha512' }));
+        const orphan = buildImage('docker-v2', { algorithm: 'sha512' });
+        await pushBlobsOnly(url, 'sha/orphan', orphan);
+        await sleep(AGED_MS);
+        const first = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
+        assert.equal(first.blobsTrashed, orphan.blobs.length);
+        for (const blob of orphan.blobs) assert.equal(await stored(app.driver, blob.digest), false);
+        const trash = (await unlessMissing(app.driver.listNames(layout.GC_TRASH))) ?? [];
+        assert.deepEqual(trash.sort(), orphan.blobs.map((b) => b.digest.slice('sha512:'.length)).sort());
+        assert.equal(await servedWhole(url, 'sha/kept', kept), undefined);
+        const [rescued, ...rest] = orphan.blobs;
+        assert.equal((await fetch(`${url}/v2/sha/orphan/blobs/${rescued.digest}`, { method: 'HEAD' })).status, 200, 'taken back from the trash');
+        assert.ok(await stored(app.driver, rescued.digest));
+        await sleep(AGED_MS);
+        const second = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
+        assert.equal(second.blobsPurged, rest.length);
+        assert.equal(second.bytesFreed, rest.reduce((n, b) => n + b.size, 0));
+        assert.equal(await servedWhole(url, 'sha/kept', kept), undefined);
       });
     });
 
@@ -123,7 +150,7 @@ for (const driver of ['filesystem', 's3'] as const) {
         await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
         const rest = Buffer.alloc(100, 4);
         const put = new URL(patched.headers.get('location')!, url);
-        put.searchParams.set('digest', sha(Buffer.concat([part, rest])));
+        put.searchParams.set('digest', sha(Buffer.concat([part, rest]), 'sha256:'));
         assert.equal((await fetch(put, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: rest })).status, 201);
       });
     });

@@ -117,6 +117,38 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       for (const image of [index, list, current]) for (const digest of digestsOf(image)) assert.notEqual(await store.stored(digest), undefined);
     });
 
+    it('sha512 content: kept when a kept manifest references it, freed (blob, layer link, revision, referrers entry) when not', async () => {
+      const name = 'gc/sha512';
+      // a tagged index (a tag names a sha256 digest) of children pushed by their sha512 digests, and a sha512 referrer of a child
+      const index = buildImage('oci-index', { children: [buildImage('oci-manifest', { algorithm: 'sha512' }), buildImage('oci-manifest', { algorithm: 'sha512' })] });
+      for (const child of index.children) await pushImageOK(url, name, child);
+      await pushImageOK(url, name, index, 'multi');
+      const sbom = await pushImageOK(url, name, buildImage('oci-artifact', { subject: index.children[0], algorithm: 'sha512' }));
+      // untagged and pushed by its sha512 digest: goes with --delete-untagged, with its referrer
+      const untagged = await pushImageOK(url, name, buildImage('oci-manifest', { algorithm: 'sha512' }));
+      const signature = await pushImageOK(url, name, buildImage('oci-artifact', { subject: untagged, algorithm: 'sha512' }));
+      // deleted through the API: its own sha512 blobs go at the next collection
+      const deleted = await pushImageOK(url, name, buildImage('docker-v2', { algorithm: 'sha512' }));
+      await deleteManifest(url, name, deleted.digest);
+
+      const run = await store.collect(['--delete-untagged']);
+      assert.equal(run.code, 0, run.stderr);
+      const keptDigests = new Set([index, sbom].flatMap(digestsOf));
+      for (const digest of keptDigests) assert.notEqual(await store.stored(digest), undefined, `${digest} kept`);
+      for (const image of [untagged, signature, deleted]) {
+        // the artifacts share the empty config `{}` with the kept SBOM
+        for (const digest of digestsOf(image).filter((d) => !keptDigests.has(d))) assert.equal(await store.stored(digest), undefined, `${digest} freed`);
+        assert.equal(await store.exists(layout.layerLink(name, image.blobs[1].digest as Digest)), false, 'its layer link goes');
+      }
+      assert.equal(await store.exists(layout.manifestRevisionDir(name, untagged.digest as Digest)), false, 'the sha512 revision goes');
+      assert.equal(await store.exists(layout.referrersDir(name, untagged.digest as Digest)), false, "the sha512 subject's referrers index goes");
+      assert.ok(await store.exists(layout.referrerDescriptor(name, index.children[0].digest as Digest, sbom.digest as Digest)));
+      await assertServed(url, name, index, 'multi');
+      await assertServed(url, name, sbom);
+      keep(name, index, 'multi');
+      keep(name, sbom);
+    });
+
     it('--delete-untagged keeps a referrer whose subject is kept and deletes one whose subject goes', async () => {
       const name = 'gc/referrers';
       const subject = await pushImageOK(url, name, buildImage('oci-manifest'), 'app');
@@ -175,7 +207,7 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
     });
 
     it('a fresh berth on the collected storage serves every kept image byte for byte, by tag and by digest', { skip: kind === 'inmemory' && 'in-memory storage ends with its registry' }, async () => {
-      assert.equal(kept.length, 8, 'the cases above ran');
+      assert.equal(kept.length, 10, 'the cases above ran');
       const fresh = await startBerth({}, { driver: kind, root: store.berth.root, s3: store.berth.s3 });
       try {
         for (const { name, image, tag } of kept) {

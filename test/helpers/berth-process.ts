@@ -208,7 +208,7 @@ let baseChunk: Buffer | undefined;
  */
 export class PatternBlob {
   readonly seed: bigint;
-  private cachedDigest?: string;
+  private readonly digests = new Map<string, string>();
 
   constructor(readonly size: number, seed?: bigint) {
     baseChunk ??= randomBytes(CHUNK);
@@ -244,14 +244,16 @@ export class PatternBlob {
     return Buffer.concat([...this.chunks(start, end)]);
   }
 
-  /** sha256 of the whole content (computed once, by generating it) */
-  digest(): string {
-    if (!this.cachedDigest) {
-      const hash = createHash('sha256');
+  /** the digest of the whole content, sha256 unless told (computed once per algorithm, by generating it) */
+  digest(algorithm: 'sha256' | 'sha512' = 'sha256'): string {
+    let digest = this.digests.get(algorithm);
+    if (!digest) {
+      const hash = createHash(algorithm);
       for (const chunk of this.chunks()) hash.update(chunk);
-      this.cachedDigest = `sha256:${hash.digest('hex')}`;
+      digest = `${algorithm}:${hash.digest('hex')}`;
+      this.digests.set(algorithm, digest);
     }
-    return this.cachedDigest;
+    return digest;
   }
 }
 

@@ -3,7 +3,15 @@ import { request } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 
 export function sha256(data: Buffer | string): string {
-  return `sha256:${createHash('sha256').update(data).digest('hex')}`;
+  return digestOf('sha256', data);
+}
+
+export function sha512(data: Buffer | string): string {
+  return digestOf('sha512', data);
+}
+
+export function digestOf(algorithm: 'sha256' | 'sha384' | 'sha512', data: Buffer | string): string {
+  return `${algorithm}:${createHash(algorithm).update(data).digest('hex')}`;
 }
 
 /** random bytes (typed over a plain ArrayBuffer, which fetch accepts as a body) */
@@ -12,9 +20,14 @@ export function randomBlob(size: number): { data: Buffer<ArrayBuffer>; digest: s
   return { data, digest: sha256(data) };
 }
 
-/** pushes `data` to `name` monolithically (POST then PUT ?digest=), returning the PUT response */
+/**
+ * pushes `data` to `name` monolithically (POST then PUT ?digest=), returning the PUT response; a
+ * digest of another algorithm than sha256 is announced on the POST (`digest-algorithm`, OCI)
+ */
 export async function pushBlob(base: string, name: string, data: Buffer<ArrayBuffer>, digest = sha256(data)): Promise<Response> {
-  const start = await fetch(`${base}/v2/${name}/blobs/uploads/`, { method: 'POST' });
+  const algorithm = digest.slice(0, digest.indexOf(':'));
+  const query = algorithm === 'sha256' ? '' : `?digest-algorithm=${algorithm}`;
+  const start = await fetch(`${base}/v2/${name}/blobs/uploads/${query}`, { method: 'POST' });
   if (start.status !== 202) throw new Error(`POST upload answered ${start.status}: ${await start.text()}`);
   const location = new URL(start.headers.get('location')!, base);
   location.searchParams.append('digest', digest);

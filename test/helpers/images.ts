@@ -12,7 +12,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
-import { pushBlob, sha256 } from './blobs.js';
+import { digestOf, pushBlob, sha256 } from './blobs.js';
 import { generateKey, signSchema1, type TestKey } from '../registry/manifests/sign-schema1.js';
 
 /** the media types of the manifest formats (the `registry` spellings are the spec's twins of docker's) */
@@ -68,7 +68,7 @@ export interface Image {
   mediaType: string;
   /** the exact bytes to push, and that GET must serve back */
   body: Buffer<ArrayBuffer>;
-  /** the canonical digest: sha256 of the body, or of the JWS payload for schema1 */
+  /** the canonical digest (sha256 unless ImageOptions.algorithm says otherwise) of the body, or of the JWS payload for schema1 */
   digest: string;
   /** schema1 only: the signed payload the digest covers */
   payload?: Buffer<ArrayBuffer>;
@@ -102,7 +102,11 @@ export interface ImageOptions {
   foreignLayerURLs?: string[];
   /** lists and indexes: the children (default: two fresh images, linux/amd64 and linux/arm64) */
   children?: Image[];
+  /** the algorithm of every digest (manifest, blobs, children; diff_ids stay sha256); default sha256 */
+  algorithm?: Algorithm;
 }
+
+export type Algorithm = 'sha256' | 'sha384' | 'sha512';
 
 /** the OCI empty descriptor's content: `{}` */
 const EMPTY_JSON = Buffer.from('{}');
@@ -110,19 +114,19 @@ const EMPTY_JSON = Buffer.from('{}');
 const body = (doc: unknown): Buffer<ArrayBuffer> => Buffer.from(JSON.stringify(doc, null, 3));
 
 /** a gzipped layer of `size` random bytes, with the diff_id (digest of the uncompressed tar) */
-function randomLayer(mediaType: string, size: number): { blob: ImageBlob; diffID: string } {
+function randomLayer(mediaType: string, size: number, algorithm: Algorithm = 'sha256'): { blob: ImageBlob; diffID: string } {
   const raw = randomBytes(size);
   const data = Buffer.from(gzipSync(raw));
-  return { blob: { mediaType, digest: sha256(data), size: data.length, data }, diffID: sha256(raw) };
+  return { blob: { mediaType, digest: digestOf(algorithm, data), size: data.length, data }, diffID: sha256(raw) };
 }
 
-function jsonBlob(mediaType: string, doc: unknown): ImageBlob {
+function jsonBlob(mediaType: string, doc: unknown, algorithm: Algorithm = 'sha256'): ImageBlob {
   const data = Buffer.from(JSON.stringify(doc));
-  return { mediaType, digest: sha256(data), size: data.length, data };
+  return { mediaType, digest: digestOf(algorithm, data), size: data.length, data };
 }
 
 /** an image config as docker/buildkit write it */
-function imageConfig(mediaType: string, diffIDs: string[], platform: { architecture: string; os: string; variant?: string }): ImageBlob {
+function imageConfig(mediaType: string, diffIDs: string[], platform: { architecture: string; os: string; variant?: string }, algorithm: Algorithm = 'sha256'): ImageBlob {
   const created = new Date().toISOString();
   return jsonBlob(mediaType, {
     ...platform,
@@ -130,13 +134,13 @@ function imageConfig(mediaType: string, diffIDs: string[], platform: { architect
     config: { Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'], Cmd: ['/bin/sh'], WorkingDir: '/' },
     rootfs: { type: 'layers', diff_ids: diffIDs },
     history: diffIDs.map((_, i) => ({ created, created_by: `/bin/sh -c #(nop) ADD file:${i} in / ` })),
-  });
+  }, algorithm);
 }
 
 const descriptorOf = (blob: ImageBlob) => ({ mediaType: blob.mediaType, digest: blob.digest, size: blob.size });
 
-function finish(kind: ImageKind, mediaType: string, bytes: Buffer<ArrayBuffer>, rest: Omit<Image, 'kind' | 'mediaType' | 'body' | 'digest' | 'descriptor' | 'children'> & { children?: Image[] }, platform?: Descriptor['platform']): Image {
-  const digest = rest.payload ? sha256(rest.payload) : sha256(bytes);
+function finish(kind: ImageKind, mediaType: string, bytes: Buffer<ArrayBuffer>, rest: Omit<Image, 'kind' | 'mediaType' | 'body' | 'digest' | 'descriptor' | 'children'> & { children?: Image[] }, platform?: Descriptor['platform'], algorithm: Algorithm = 'sha256'): Image {
+  const digest = digestOf(algorithm, rest.payload ?? bytes);
   const descriptor: Descriptor = { mediaType, digest, size: bytes.length };
   if (platform) descriptor.platform = platform;
   return { kind, mediaType, body: bytes, digest, descriptor, children: [], ...rest };
@@ -155,18 +159,18 @@ function subjectDescriptor(subject: Image | Descriptor | undefined): Descriptor 
 
 function dockerImage(kind: 'docker-v2' | 'registry-v2', options: ImageOptions, platform = PLATFORMS[0]): Image {
   const mediaType = kind === 'docker-v2' ? ManifestTypes.dockerV2 : ManifestTypes.registryV2;
-  const layers = Array.from({ length: options.layers ?? 2 }, () => randomLayer('application/vnd.docker.image.rootfs.diff.tar.gzip', options.layerSize ?? 2048));
-  const config = imageConfig('application/vnd.docker.container.image.v1+json', layers.map((l) => l.diffID), platform);
+  const layers = Array.from({ length: options.layers ?? 2 }, () => randomLayer('application/vnd.docker.image.rootfs.diff.tar.gzip', options.layerSize ?? 2048, options.algorithm));
+  const config = imageConfig('application/vnd.docker.container.image.v1+json', layers.map((l) => l.diffID), platform, options.algorithm);
   const foreign = options.foreignLayerURLs
     ? [{ mediaType: 'application/vnd.docker.image.rootfs.foreign.diff.tar.gzip', digest: sha256(randomBytes(32)), size: 1718332879, urls: options.foreignLayerURLs }]
     : [];
   const doc = { schemaVersion: 2, mediaType, config: descriptorOf(config), layers: [...foreign, ...layers.map((l) => descriptorOf(l.blob))] };
-  return finish(kind, mediaType, body(doc), { blobs: [config, ...layers.map((l) => l.blob)] }, platform);
+  return finish(kind, mediaType, body(doc), { blobs: [config, ...layers.map((l) => l.blob)] }, platform, options.algorithm);
 }
 
 function ociImage(options: ImageOptions, platform = PLATFORMS[0]): Image {
-  const layers = Array.from({ length: options.layers ?? 2 }, () => randomLayer('application/vnd.oci.image.layer.v1.tar+gzip', options.layerSize ?? 2048));
-  const config = imageConfig('application/vnd.oci.image.config.v1+json', layers.map((l) => l.diffID), platform);
+  const layers = Array.from({ length: options.layers ?? 2 }, () => randomLayer('application/vnd.oci.image.layer.v1.tar+gzip', options.layerSize ?? 2048, options.algorithm));
+  const config = imageConfig('application/vnd.oci.image.config.v1+json', layers.map((l) => l.diffID), platform, options.algorithm);
   const subject = subjectDescriptor(options.subject);
   const doc: Record<string, unknown> = { schemaVersion: 2, mediaType: ManifestTypes.ociManifest };
   if (options.artifactType) doc.artifactType = options.artifactType;
@@ -180,14 +184,16 @@ function ociImage(options: ImageOptions, platform = PLATFORMS[0]): Image {
     body(doc),
     { blobs: [config, ...layers.map((l) => l.blob)], subject, artifactType: options.artifactType ?? config.mediaType, annotations: options.annotations },
     platform,
+    options.algorithm,
   );
 }
 
 function ociArtifact(options: ImageOptions): Image {
   const artifactType = options.artifactType ?? 'application/vnd.example.sbom.v1+json';
-  const empty: ImageBlob = { mediaType: 'application/vnd.oci.empty.v1+json', digest: sha256(EMPTY_JSON), size: EMPTY_JSON.length, data: Buffer.from(EMPTY_JSON) };
-  const layer = jsonBlob('application/spdx+json', { spdxVersion: 'SPDX-2.3', name: 'sbom', id: randomBytes(8).toString('hex'), packages: [] });
-  const subject = subjectDescriptor(options.subject) ?? { mediaType: ManifestTypes.ociManifest, digest: sha256(randomBytes(32)), size: 1051 };
+  const algorithm = options.algorithm ?? 'sha256';
+  const empty: ImageBlob = { mediaType: 'application/vnd.oci.empty.v1+json', digest: digestOf(algorithm, EMPTY_JSON), size: EMPTY_JSON.length, data: Buffer.from(EMPTY_JSON) };
+  const layer = jsonBlob('application/spdx+json', { spdxVersion: 'SPDX-2.3', name: 'sbom', id: randomBytes(8).toString('hex'), packages: [] }, algorithm);
+  const subject = subjectDescriptor(options.subject) ?? { mediaType: ManifestTypes.ociManifest, digest: digestOf(algorithm, randomBytes(32)), size: 1051 };
   const annotations = options.annotations ?? { 'org.opencontainers.image.created': new Date().toISOString() };
   const doc = {
     schemaVersion: 2,
@@ -198,7 +204,7 @@ function ociArtifact(options: ImageOptions): Image {
     subject,
     annotations,
   };
-  return finish('oci-artifact', ManifestTypes.ociManifest, body(doc), { blobs: [empty, layer], subject, artifactType, annotations });
+  return finish('oci-artifact', ManifestTypes.ociManifest, body(doc), { blobs: [empty, layer], subject, artifactType, annotations }, undefined, algorithm);
 }
 
 function list(kind: 'docker-list' | 'registry-list' | 'oci-index', options: ImageOptions): Image {
@@ -206,7 +212,7 @@ function list(kind: 'docker-list' | 'registry-list' | 'oci-index', options: Imag
   const children =
     options.children ??
     PLATFORMS.map((platform) => {
-      const childOptions = { layers: options.layers, layerSize: options.layerSize };
+      const childOptions = { layers: options.layers, layerSize: options.layerSize, algorithm: options.algorithm };
       if (kind === 'oci-index') return ociImage(childOptions, platform);
       return dockerImage(kind === 'docker-list' ? 'docker-v2' : 'registry-v2', childOptions, platform);
     });
@@ -222,7 +228,7 @@ function list(kind: 'docker-list' | 'registry-list' | 'oci-index', options: Imag
     subject,
     artifactType: kind === 'oci-index' ? options.artifactType : undefined,
     annotations: kind === 'oci-index' ? options.annotations : undefined,
-  });
+  }, undefined, options.algorithm);
 }
 
 let signingKey: TestKey | undefined;

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
-import { errorCodes, pushBlob, randomBlob, sha256 } from '../helpers/blobs.js';
+import { errorCodes, pushBlob, randomBlob, sha256, sha512 } from '../helpers/blobs.js';
 
 after(() => stopSharedCeph());
 
@@ -100,7 +100,7 @@ for (const driver of ['filesystem', 'inmemory', 's3'] as const) {
       assert.deepEqual(await errorCodes(res), ['BLOB_UNKNOWN']);
     });
 
-    for (const digest of ['sha256:abc', 'sha256:' + 'A'.repeat(64), 'md5:' + 'a'.repeat(32), 'nodigest', 'sha256:' + 'g'.repeat(64)]) {
+    for (const digest of ['sha256:abc', 'sha256:' + 'A'.repeat(64), 'md5:' + 'a'.repeat(32), 'nodigest', 'sha256:' + 'g'.repeat(64), 'sha512:' + 'a'.repeat(64), 'sha512:' + 'A'.repeat(128)]) {
       it(`GET and DELETE with the digest ${digest.slice(0, 20)}… answer 400 DIGEST_INVALID`, async () => {
         const res = await fetch(`${url}/v2/lib/app/blobs/${digest}`);
         assert.equal(res.status, 400);
@@ -110,6 +110,29 @@ for (const driver of ['filesystem', 'inmemory', 's3'] as const) {
         assert.deepEqual(await errorCodes(del), ['DIGEST_INVALID']);
       });
     }
+
+    it('a sha512 blob: GET, HEAD and ranges by its digest, with it in the digest headers; DELETE by it', async () => {
+      const data = randomBlob(1000).data;
+      const digest = sha512(data);
+      assert.equal((await pushBlob(url, 'lib/sha512', data, digest)).status, 201);
+      const res = await fetch(`${url}/v2/lib/sha512/blobs/${digest}`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('registry-content-digest'), digest);
+      assert.equal(res.headers.get('etag'), `"${digest}"`);
+      assert.deepEqual(Buffer.from(await res.arrayBuffer()), data);
+      const head = await fetch(`${url}/v2/lib/sha512/blobs/${digest}`, { method: 'HEAD' });
+      assert.equal(head.headers.get('content-length'), '1000');
+      assert.equal(head.headers.get('docker-content-digest'), digest);
+      const range = await fetch(`${url}/v2/lib/sha512/blobs/${digest}`, { headers: { range: 'bytes=10-19' } });
+      assert.equal(range.status, 206);
+      assert.deepEqual(Buffer.from(await range.arrayBuffer()), data.subarray(10, 20));
+      // stored once, under sha512: its sha256 names nothing
+      assert.equal((await fetch(`${url}/v2/lib/sha512/blobs/${sha256(data)}`, { method: 'HEAD' })).status, 404);
+      const del = await fetch(`${url}/v2/lib/sha512/blobs/${digest}`, { method: 'DELETE' });
+      assert.equal(del.status, 202);
+      assert.equal(del.headers.get('registry-content-digest'), digest);
+      assert.deepEqual(await errorCodes(await fetch(`${url}/v2/lib/sha512/blobs/${digest}`)), ['BLOB_UNKNOWN']);
+    });
 
     it('DELETE removes the repository link only: 202, then 404; other repositories keep the blob', async () => {
       const shared = randomBlob(64);

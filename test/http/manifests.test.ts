@@ -502,7 +502,7 @@ for (const driver of DRIVERS) {
 
       it('a malformed digest reference: 400 DIGEST_INVALID (never 500) on GET, HEAD, PUT and DELETE', async () => {
         const hex = '0'.repeat(64);
-        for (const reference of ['sha256:abc', `sha256:${'g'.repeat(64)}`, `sha256:${'A'.repeat(64)}`, `sha256:${hex}0`, 'sha256:', `:${hex}`, `md5:${'0'.repeat(32)}`, `sha512:${'0'.repeat(128)}`, 'sha256:%00']) {
+        for (const reference of ['sha256:abc', `sha256:${'g'.repeat(64)}`, `sha256:${'A'.repeat(64)}`, `sha256:${hex}0`, 'sha256:', `:${hex}`, `md5:${'0'.repeat(32)}`, `sha512:${'0'.repeat(127)}`, `sha384:${'0'.repeat(64)}`, 'sha256:%00']) {
           const error = await expectError(await get(name, reference), 400, 'DIGEST_INVALID');
           assert.equal(error.detail?.digest !== undefined, true, reference);
           assert.equal((await get(name, reference, { method: 'HEAD' })).status, 400, reference);
@@ -547,6 +547,66 @@ for (const driver of DRIVERS) {
         await expectError(await get(other, image.digest), 404, 'MANIFEST_UNKNOWN');
         await expectError(await del(other, image.digest), 404, 'MANIFEST_UNKNOWN');
         await assertServed(await get(name, image.digest), image);
+      });
+    });
+
+    describe('sha512 digests', () => {
+      for (const kind of ['oci-manifest', 'oci-index', 'docker-v2', 'oci-artifact'] as const) {
+        it(`${kind}: PUT by its sha512 digest stores it under sha512; GET and HEAD by it; the sha256 of the body is unknown`, async () => {
+          const name = fresh(`sha512-${kind}`);
+          const image = buildImage(kind, { algorithm: 'sha512' });
+          assert.match(image.digest, /^sha512:[0-9a-f]{128}$/);
+          const res = await pushImage(url, name, image);
+          assert.equal(res.status, 201, await res.clone().text());
+          assert.equal(res.headers.get('location'), manifestURL(name, image.digest));
+          assert.equal(res.headers.get('registry-content-digest'), image.digest);
+          assert.equal(res.headers.get('docker-content-digest'), image.digest);
+          await assertServed(await get(name, image.digest, { headers: { accept: image.mediaType } }), image);
+          const head = await get(name, image.digest, { method: 'HEAD', headers: { accept: image.mediaType } });
+          assert.equal(head.status, 200);
+          assert.equal(head.headers.get('docker-content-digest'), image.digest);
+          assert.equal(head.headers.get('content-length'), String(image.body.length));
+          await expectError(await get(name, sha256(image.body)), 404, 'MANIFEST_UNKNOWN');
+          // the blobs it references are served by their sha512 digests
+          for (const blob of [...image.blobs, ...image.children.flatMap((c) => c.blobs)]) {
+            const blobHead = await fetch(`${url}/v2/${name}/blobs/${blob.digest}`, { method: 'HEAD' });
+            assert.equal(blobHead.status, 200, blob.digest);
+            assert.equal(blobHead.headers.get('docker-content-digest'), blob.digest);
+          }
+        });
+      }
+
+      it('PUT by tag names the sha256 digest, even of content with sha512 blobs; the same body by its sha512 digest is a second revision', async () => {
+        const name = fresh('sha512-tag');
+        const image = buildImage('oci-manifest', { algorithm: 'sha512' });
+        const byTag = await pushImage(url, name, image, 'v1');
+        assert.equal(byTag.status, 201);
+        assert.equal(byTag.headers.get('docker-content-digest'), sha256(image.body));
+        assert.equal((await putManifest(url, name, image.digest, image.body, image.mediaType)).status, 201);
+        const tagged = await get(name, 'v1', { method: 'HEAD', headers: { accept: image.mediaType } });
+        assert.equal(tagged.headers.get('docker-content-digest'), sha256(image.body));
+        assert.equal((await get(name, image.digest, { method: 'HEAD', headers: { accept: image.mediaType } })).status, 200);
+      });
+
+      it('PUT by a sha512 digest the body does not have: 400 DIGEST_INVALID; a missing sha512 blob: 400 BLOB_UNKNOWN naming it', async () => {
+        const name = fresh('sha512-bad');
+        const image = buildImage('oci-manifest', { algorithm: 'sha512' });
+        const other = buildImage('oci-manifest', { algorithm: 'sha512' });
+        await pushContent(url, name, image);
+        await expectError(await putManifest(url, name, other.digest, image.body, image.mediaType), 400, 'DIGEST_INVALID');
+        const missing = await putManifest(url, name, other.digest, other.body, other.mediaType);
+        assert.equal(missing.status, 400);
+        const errors = await errorsOf(missing);
+        assert.deepEqual(errors.map((e) => e.code), other.blobs.map(() => 'BLOB_UNKNOWN'));
+        assert.deepEqual(errors.map((e) => e.detail?.digest).sort(), other.blobs.map((b) => b.digest).sort());
+      });
+
+      it('DELETE by a sha512 digest: 202, then 404; the repository stays', async () => {
+        const name = fresh('sha512-del');
+        const image = await pushImageOK(url, name, buildImage('oci-manifest', { algorithm: 'sha512' }));
+        assert.equal((await del(name, image.digest)).status, 202);
+        await expectError(await get(name, image.digest), 404, 'MANIFEST_UNKNOWN');
+        await expectError(await del(name, image.digest), 404, 'MANIFEST_UNKNOWN');
       });
     });
 

@@ -176,13 +176,35 @@ for (const driver of ['filesystem', 'inmemory', 's3'] as const) {
       }
     });
 
-    it('an unknown repository: 404 NAME_UNKNOWN; an invalid name: 400 NAME_INVALID', async () => {
-      const unknown = await referrers(fresh('never'), sha256('x'));
-      assert.equal(unknown.status, 404);
-      assert.equal(((await unknown.json()) as { errors: { code: string }[] }).errors[0].code, 'NAME_UNKNOWN');
+    it('a repository with no manifest at all: 200 and an empty index (OCI: never 404); an invalid name: 400 NAME_INVALID', async () => {
+      assert.deepEqual(await listed(await referrers(fresh('never'), sha256('x'))), []);
+      assert.deepEqual(await listed(await referrers(fresh('never'), `sha512:${'ab'.repeat(64)}`, SBOM)), []);
       const invalid = await fetch(`${url}/v2/Bad/referrers/${sha256('x')}`);
       assert.equal(invalid.status, 400);
       assert.equal(((await invalid.json()) as { errors: { code: string }[] }).errors[0].code, 'NAME_INVALID');
+    });
+
+    it('sha512 subjects: referrers of either algorithm are listed under the subject\'s sha512 digest, and leave with their DELETE', async () => {
+      const name = fresh('sha512');
+      const subject = await pushImageOK(url, name, buildImage('oci-manifest', { algorithm: 'sha512' }));
+      const sbom = buildImage('oci-artifact', { subject, artifactType: SBOM, algorithm: 'sha512' });
+      // a sha256 referrer of the sha512 subject
+      const signature = buildImage('oci-artifact', { subject, artifactType: SIGNATURE });
+      for (const image of [sbom, signature]) {
+        const res = await pushImage(url, name, image);
+        assert.equal(res.status, 201, await res.clone().text());
+        assert.equal(res.headers.get('oci-subject'), subject.digest);
+      }
+      assert.deepEqual(await listed(await referrers(name, subject.digest)), [sbom, signature].map(expectedDescriptor).sort(byDigest));
+      assert.deepEqual(await listed(await referrers(name, subject.digest, SBOM)), [expectedDescriptor(sbom)]);
+      // the sha256 digest of the same subject bytes is another subject, with no referrers
+      assert.deepEqual(await listed(await referrers(name, sha256(subject.body))), []);
+      // a sha512 referrer of a sha256 subject
+      const plain = await pushImageOK(url, name, buildImage('oci-manifest'), 'plain');
+      const onPlain = await pushImageOK(url, name, buildImage('oci-artifact', { subject: plain, algorithm: 'sha512' }));
+      assert.deepEqual(await listed(await referrers(name, plain.digest)), [expectedDescriptor(onPlain)]);
+      assert.equal((await fetch(`${url}/v2/${name}/manifests/${sbom.digest}`, { method: 'DELETE' })).status, 202);
+      assert.deepEqual(await listed(await referrers(name, subject.digest)), [expectedDescriptor(signature)]);
     });
 
     it('OCI-Subject is answered for a subject on a PUT by tag as well, and not for manifests without one', async () => {

@@ -1,15 +1,12 @@
 /** Every row of the upload state table (spec 3.1) and the statuses of 4.8–4.12, against the real server. */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { access, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
-import { errorCodes, randomBlob, sha256 } from '../helpers/blobs.js';
-
-const sha512 = (data: Buffer) => `sha512:${createHash('sha512').update(data).digest('hex')}`;
+import { digestOf, errorCodes, randomBlob, sha256, sha512 } from '../helpers/blobs.js';
 
 after(() => stopSharedCeph());
 
@@ -348,6 +345,132 @@ for (const driver of ['filesystem', 'inmemory', 's3'] as const) {
       assert.deepEqual(await blobBytes('same', blob.digest), blob.data);
     });
 
+    describe('sha512 (OCI distribution-spec: digest-algorithm on the POST)', () => {
+      const startWith = async (algorithm: string, name = 'up/sha512') => {
+        const res = await fetch(`${url}/v2/${name}/blobs/uploads/?digest-algorithm=${algorithm}`, { method: 'POST' });
+        assert.equal(res.status, 202, await res.clone().text());
+        return res.headers.get('location')!;
+      };
+      /** GET and HEAD by the digest serve the bytes with it in the digest headers; the sha256 of the same bytes is not stored */
+      const servedBy = async (name: string, digest: string, data: Buffer) => {
+        // s3 redirects GETs to the bucket: the registry's own answer carries the headers
+        const answer = await fetch(`${url}/v2/${name}/blobs/${digest}`, { redirect: 'manual' });
+        assert.equal(answer.status, driver === 's3' ? 307 : 200);
+        assert.equal(answer.headers.get('registry-content-digest'), digest);
+        assert.equal(answer.headers.get('docker-content-digest'), digest);
+        await answer.body?.cancel();
+        assert.deepEqual(await blobBytes(name, digest), data);
+        const head = await fetch(`${url}/v2/${name}/blobs/${digest}`, { method: 'HEAD' });
+        assert.equal(head.status, 200);
+        assert.equal(head.headers.get('content-length'), String(data.length));
+        assert.equal(head.headers.get('docker-content-digest'), digest);
+        assert.equal((await fetch(`${url}/v2/${name}/blobs/${sha256(data)}`, { method: 'HEAD' })).status, 404);
+      };
+
+      it('POST ?digest-algorithm=sha512, chunked PATCHes, PUT ?digest=sha512:…: 201 with the sha512 digest; GET/HEAD by it', async () => {
+        const blob = randomBlob(3000);
+        const digest = sha512(blob.data);
+        let location = await startWith('sha512');
+        for (const [start, end] of [[0, 999], [1000, 2199]]) {
+          const res = await fetch(location, { method: 'PATCH', body: blob.data.subarray(start, end + 1), headers: { 'content-range': `${start}-${end}` } });
+          assert.equal(res.status, 202);
+          assert.equal(res.headers.get('range'), `0-${end}`);
+          location = res.headers.get('location')!;
+        }
+        // the upload URL still says sha512 after the chunks: its status answers as any other
+        assert.equal((await fetch(location)).headers.get('range'), '0-2199');
+        const done = await fetch(withDigest(location, digest), { method: 'PUT', body: blob.data.subarray(2200), headers: { 'content-range': '2200-2999' } });
+        assert.equal(done.status, 201, await done.clone().text());
+        assert.equal(done.headers.get('location'), `${url}/v2/up/sha512/blobs/${digest}`);
+        assert.equal(done.headers.get('registry-content-digest'), digest);
+        assert.equal(done.headers.get('docker-content-digest'), digest);
+        await servedBy('up/sha512', digest, blob.data);
+      });
+
+      it('a streamed PATCH then PUT by sha512 without digest-algorithm (as the OCI conformance suite pushes): 201, stored as sha512', async () => {
+        const blob = randomBlob(5000);
+        const digest = sha512(blob.data);
+        const patched = await fetch(await start('up/sha512'), { method: 'PATCH', body: blob.data });
+        assert.equal(patched.status, 202);
+        const done = await fetch(withDigest(patched.headers.get('location')!, digest), { method: 'PUT' });
+        assert.equal(done.status, 201, await done.clone().text());
+        assert.equal(done.headers.get('registry-content-digest'), digest);
+        await servedBy('up/sha512', digest, blob.data);
+      });
+
+      it('monolithic POST ?digest=sha512:… (with or without digest-algorithm): 201, blob Location, sha512 header', async () => {
+        for (const query of ['', '&digest-algorithm=sha512']) {
+          const blob = randomBlob(700);
+          const digest = sha512(blob.data);
+          const res = await fetch(`${url}/v2/up/sha512/blobs/uploads/?digest=${digest}${query}`, { method: 'POST', body: blob.data });
+          assert.equal(res.status, 201, await res.clone().text());
+          assert.equal(res.headers.get('location'), `${url}/v2/up/sha512/blobs/${digest}`);
+          assert.equal(res.headers.get('registry-content-digest'), digest);
+          await servedBy('up/sha512', digest, blob.data);
+        }
+      });
+
+      it('sha384 too; and a sha512 upload completed by its sha256 digest is stored as sha256', async () => {
+        const blob = randomBlob(900);
+        const sha384 = digestOf('sha384', blob.data);
+        const res = await fetch(withDigest(await startWith('sha384'), sha384), { method: 'PUT', body: blob.data });
+        assert.equal(res.status, 201);
+        assert.equal(res.headers.get('registry-content-digest'), sha384);
+        assert.deepEqual(Buffer.from(await (await fetch(`${url}/v2/up/sha512/blobs/${sha384}`)).arrayBuffer()), blob.data);
+        const other = randomBlob(900);
+        const bySha256 = await fetch(withDigest(await startWith('sha512'), other.digest), { method: 'PUT', body: other.data });
+        assert.equal(bySha256.status, 201);
+        assert.equal(bySha256.headers.get('registry-content-digest'), other.digest);
+        assert.equal((await fetch(`${url}/v2/up/sha512/blobs/${sha512(other.data)}`, { method: 'HEAD' })).status, 404);
+      });
+
+      it('a sha512 digest that does not match: 400 DIGEST_INVALID naming it, nothing stored', async () => {
+        const blob = randomBlob(300);
+        const wrong = sha512(Buffer.from('something else'));
+        const res = await fetch(withDigest(await startWith('sha512'), wrong), { method: 'PUT', body: blob.data });
+        assert.equal(res.status, 400);
+        const body = (await res.json()) as { errors: { code: string; detail: { digest: string } }[] };
+        assert.equal(body.errors[0].code, 'DIGEST_INVALID');
+        assert.equal(body.errors[0].detail.digest, wrong);
+        assert.equal((await fetch(`${url}/v2/up/sha512/blobs/${sha512(blob.data)}`, { method: 'HEAD' })).status, 404);
+      });
+
+      it('an unsupported algorithm: 400 DIGEST_INVALID whose message names the supported ones', async () => {
+        const post = await fetch(`${url}/v2/up/sha512/blobs/uploads/?digest-algorithm=md5`, { method: 'POST' });
+        assert.equal(post.status, 400);
+        const body = (await post.json()) as { errors: { code: string; message: string }[] };
+        assert.equal(body.errors[0].code, 'DIGEST_INVALID');
+        assert.match(body.errors[0].message, /"md5".*sha256, sha384 or sha512/);
+        for (const digest of [`md5:${'0'.repeat(32)}`, `blake3:${'0'.repeat(64)}`]) {
+          const put = await fetch(withDigest(await start('up/sha512'), digest), { method: 'PUT', body: 'x' });
+          assert.equal(put.status, 400, digest);
+          const err = ((await put.json()) as { errors: { code: string; message: string }[] }).errors[0];
+          assert.equal(err.code, 'DIGEST_INVALID');
+          assert.match(err.message, /sha256, sha384 or sha512/);
+        }
+        // a sha512 of the wrong length is malformed, and says how long it should be
+        const short = await fetch(`${url}/v2/up/sha512/blobs/sha512:${'0'.repeat(64)}`);
+        assert.equal(short.status, 400);
+        assert.match(((await short.json()) as { errors: { message: string }[] }).errors[0].message, /128 lowercase hex/);
+      });
+
+      it('mount and DELETE by a sha512 digest', async () => {
+        const blob = randomBlob(400);
+        const digest = sha512(blob.data);
+        assert.equal((await fetch(`${url}/v2/up/sha512/blobs/uploads/?digest=${digest}`, { method: 'POST', body: blob.data })).status, 201);
+        const mount = await fetch(`${url}/v2/up/mounted/blobs/uploads/?mount=${digest}&from=up/sha512`, { method: 'POST' });
+        assert.equal(mount.status, 201);
+        assert.equal(mount.headers.get('location'), `${url}/v2/up/mounted/blobs/${digest}`);
+        assert.equal(mount.headers.get('registry-content-digest'), digest);
+        await servedBy('up/mounted', digest, blob.data);
+        const del = await fetch(`${url}/v2/up/mounted/blobs/${digest}`, { method: 'DELETE' });
+        assert.equal(del.status, 202);
+        assert.equal(del.headers.get('docker-content-digest'), digest);
+        assert.equal((await fetch(`${url}/v2/up/mounted/blobs/${digest}`)).status, 404);
+        assert.equal((await fetch(`${url}/v2/up/sha512/blobs/${digest}`)).status, 200);
+      });
+    });
+
     it('invalid names on upload routes: 400 NAME_INVALID', async () => {
       const res = await fetch(`${url}/v2/UP/blobs/uploads/`, { method: 'POST' });
       assert.equal(res.status, 400);
@@ -397,5 +520,17 @@ describe('uploads on disk', () => {
     await fetch(location, { method: 'PATCH', body: 'partial' });
     assert.equal((await fetch(location, { method: 'DELETE' })).status, 204);
     assert.deepEqual(await readdir(join(v2(), 'repositories/cancel/me/_uploads')), []);
+  });
+
+  it('a sha512 blob is stored in Distribution\'s layout: blobs/sha512/<2 hex>/<hex>/data and _layers/sha512/<hex>/link', async () => {
+    const blob = randomBlob(2048);
+    const digest = sha512(blob.data);
+    const res = await fetch(`${registry.url}/v2/disk/sha512/blobs/uploads/?digest=${digest}&digest-algorithm=sha512`, { method: 'POST', body: blob.data });
+    assert.equal(res.status, 201);
+    const hex = digest.slice('sha512:'.length);
+    assert.deepEqual(await readFile(join(v2(), 'blobs/sha512', hex.slice(0, 2), hex, 'data')), blob.data);
+    assert.equal(await readFile(join(v2(), 'repositories/disk/sha512/_layers/sha512', hex, 'link'), 'utf8'), digest);
+    // one copy, under the algorithm it was pushed with
+    await assert.rejects(access(join(v2(), 'repositories/disk/sha512/_layers/sha256')));
   });
 });

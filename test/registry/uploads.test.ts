@@ -60,13 +60,45 @@ describe('UploadSessions (in-memory driver)', () => {
     assert.deepEqual(await driver.getContent(layout.blobData(blob.digest)), data);
   });
 
-  it('completes with sha384 and sha512 digests too (all given digests are checked; the blob is sha256)', async () => {
-    for (const algorithms of [['sha384'], ['sha512'], ['sha256', 'sha384', 'sha512']]) {
+  it('completes with sha384 and sha512 digests too: all given digests are checked, the blob is stored under the first', async () => {
+    for (const algorithms of [['sha384'], ['sha512'], ['sha256', 'sha384', 'sha512'], ['sha512', 'sha256']]) {
       const { uuid } = await uploads.start(name);
       await uploads.append(name, uuid, [data]);
       const blob = await uploads.complete(name, uuid, algorithms.map((a) => digest(a, data)));
-      assert.deepEqual(blob, { digest: sha256(data), size: data.length }, algorithms.join());
+      const stored = digest(algorithms[0], data) as Digest;
+      assert.deepEqual(blob, { digest: stored, size: data.length }, algorithms.join());
+      assert.deepEqual(await driver.getContent(layout.blobData(stored)), data);
+      assert.deepEqual(await blobs.stat(name, stored), blob);
     }
+  });
+
+  it('an upload started with sha512 hashes with it across chunks and instances, and can still be completed by sha256', async () => {
+    const second = new UploadSessions(driver, blobs);
+    const { uuid, algorithm } = await uploads.start(name, 'sha512');
+    assert.equal(algorithm, 'sha512');
+    await uploads.append(name, uuid, [data.subarray(0, 300)], undefined, 'sha512');
+    // another instance rehashes the stored bytes with the upload's algorithm
+    await second.append(name, uuid, [data.subarray(300, 900)], { start: 300, end: 899 }, 'sha512');
+    const blob = await uploads.complete(name, uuid, [digest('sha512', data)], (async function* () { yield data.subarray(900); })(), undefined, 'sha512');
+    assert.deepEqual(blob, { digest: digest('sha512', data), size: data.length });
+    // a sha256 completion of a sha512 upload: checked by reading the stored bytes, stored as sha256
+    const other = await uploads.start(name, 'sha512');
+    await uploads.append(name, other.uuid, [data], undefined, 'sha512');
+    assert.deepEqual(await uploads.complete(name, other.uuid, [sha256(data)], undefined, undefined, 'sha512'), { digest: sha256(data), size: data.length });
+    // the same content, stored once per algorithm
+    assert.deepEqual(await driver.getContent(layout.blobData(sha256(data))), data);
+    // in Distribution's layout: blobs/sha512/<first 2 hex>/<hex>/data
+    const hex = digest('sha512', data).slice('sha512:'.length);
+    assert.deepEqual(await driver.getContent(`/docker/registry/v2/blobs/sha512/${hex.slice(0, 2)}/${hex}/data`), data);
+  });
+
+  it('a wrong sha512 digest on a sha512 upload: DIGEST_INVALID, nothing stored', async () => {
+    const { uuid } = await uploads.start(name, 'sha512');
+    await uploads.append(name, uuid, [data], undefined, 'sha512');
+    const wrong = digest('sha512', Buffer.from('other')) as Digest;
+    await rejectsWith(uploads.complete(name, uuid, [wrong], undefined, undefined, 'sha512'), 'DIGEST_INVALID');
+    assert.equal(await blobs.isLinked(name, wrong), false);
+    assert.equal(await blobs.storedSize(digest('sha512', data) as Digest), undefined);
   });
 
   it('a digest that does not match: 400 DIGEST_INVALID naming it, the upload discarded, no blob', async () => {
@@ -84,6 +116,8 @@ describe('UploadSessions (in-memory driver)', () => {
     const empty = Buffer.alloc(0);
     const blob = await uploads.complete(name, uuid, [sha256(empty), digest('sha512', empty)]);
     assert.deepEqual(blob, { digest: sha256(empty), size: 0 });
+    const { uuid: second } = await uploads.start(name, 'sha512');
+    assert.deepEqual(await uploads.complete(name, second, [digest('sha512', empty)], undefined, undefined, 'sha512'), { digest: digest('sha512', empty), size: 0 });
   });
 
   it('a chunk that does not start where the upload ends: UploadRangeError with the stored size, nothing written', async () => {

@@ -1,9 +1,10 @@
 /**
  * Blob uploads (spec 3.1, 4.8–4.12): start, monolithic POST, mount, status, chunks, completion and
- * cancellation. The upload URL carries a signed state token (see upload-state.ts).
+ * cancellation. The upload URL carries a signed state token (see upload-state.ts), with the
+ * algorithm the upload is hashed with (`digest-algorithm` on the POST, OCI distribution-spec).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isDigest, parseVerifiableDigest, type Digest } from '../../registry/digest.js';
+import { isDigest, parseAlgorithm, parseDigest, type Digest } from '../../registry/digest.js';
 import { RegistryError } from '../../registry/errors.js';
 import { isRepositoryName } from '../../registry/names.js';
 import { UploadRangeError, type ChunkRange, type UploadStatus } from '../../registry/uploads.js';
@@ -36,11 +37,13 @@ export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, se
   }
 
   const digests = queryValues(req, 'digest');
-  digests.forEach(parseVerifiableDigest); // a malformed digest is refused before anything is stored
-  const upload = await services.uploads.start(name);
+  digests.forEach(parseDigest); // a malformed digest is refused before anything is stored
+  const algorithmParam = queryValue(req, 'digest-algorithm');
+  const algorithm = algorithmParam === undefined ? 'sha256' : parseAlgorithm(algorithmParam);
+  const upload = await services.uploads.start(name, algorithm);
   if (digests.length === 0 || mount !== undefined) return sendUploadStatus(req, reply, services, upload, 202);
 
-  const blob = await services.uploads.complete(name, upload.uuid, digests, uploadBody(req));
+  const blob = await services.uploads.complete(name, upload.uuid, digests, uploadBody(req), undefined, algorithm);
   blobEvent(req, services, 'push', { name, digest: blob.digest, size: blob.size });
   reply.header(UPLOAD_UUID_HEADER, upload.uuid);
   return sendBlobCreated(req, reply, services, name, blob.digest);
@@ -60,7 +63,7 @@ export const patchUpload: Handler<UploadRoute> = async (req, reply, route, servi
   if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
   const body = uploadBody(req) ?? [];
   try {
-    const updated = await services.uploads.append(route.name, route.uuid, body, range);
+    const updated = await services.uploads.append(route.name, route.uuid, body, range, upload.algorithm);
     return sendUploadStatus(req, reply, services, updated, 202);
   } catch (err) {
     if (!(err instanceof UploadRangeError)) throw err;
@@ -80,11 +83,11 @@ export const putUpload: Handler<UploadRoute> = async (req, reply, route, service
       detail: { uuid: route.uuid },
     });
   }
-  digests.forEach(parseVerifiableDigest);
+  digests.forEach(parseDigest);
   const range = chunkRange(req);
   if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
   try {
-    const blob = await services.uploads.complete(route.name, route.uuid, digests, uploadBody(req), range);
+    const blob = await services.uploads.complete(route.name, route.uuid, digests, uploadBody(req), range, upload.algorithm);
     blobEvent(req, services, 'push', { name: route.name, digest: blob.digest, size: blob.size });
     return sendBlobCreated(req, reply, services, route.name, blob.digest);
   } catch (err) {
@@ -107,8 +110,8 @@ export const deleteUpload: Handler<UploadRoute> = async (req, reply, route, serv
  * and carry a state token we signed for this repository and upload.
  */
 async function openUpload(req: FastifyRequest, route: UploadRoute, services: Services): Promise<UploadStatus> {
-  const upload = await services.uploads.status(route.name, route.uuid);
   const state = services.uploadState.unpack(queryValue(req, '_state'));
+  const upload = await services.uploads.status(route.name, route.uuid, state?.algorithm);
   if (!state || state.name !== route.name || state.uuid !== route.uuid) {
     throw new RegistryError('BLOB_UPLOAD_INVALID', 'the upload URL is missing its _state parameter, was altered, or was signed with another http.secret (a registry restarted or an instance without the shared http.secret): use the Location header of the last response, or start the upload again', {
       detail: { uuid: route.uuid },
@@ -133,7 +136,13 @@ function chunkRange(req: FastifyRequest): ChunkRange | undefined | 'invalid' {
 }
 
 function uploadLocation(req: FastifyRequest, services: Services, upload: UploadStatus): string {
-  const state = services.uploadState.pack({ name: upload.name, uuid: upload.uuid, offset: upload.size, startedAt: upload.startedAt.toISOString() });
+  const state = services.uploadState.pack({
+    name: upload.name,
+    uuid: upload.uuid,
+    offset: upload.size,
+    startedAt: upload.startedAt.toISOString(),
+    ...(upload.algorithm !== 'sha256' && { algorithm: upload.algorithm }),
+  });
   return services.urls.build(req, `/v2/${upload.name}/blobs/uploads/${upload.uuid}`, { _state: state });
 }
 

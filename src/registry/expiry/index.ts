@@ -7,6 +7,7 @@ import type { StorageDriver } from '../../storage/driver.js';
 import { unlessMissing } from '../../storage/driver.js';
 import { lastUsed, readActivity } from '../activity.js';
 import type { Digest } from '../digest.js';
+import { listDigests } from '../digest-dirs.js';
 import { readGraph, READS, type RepositoryGraph } from '../gc/graph.js';
 import { REPOSITORIES_AT_ONCE } from '../gc/index.js';
 import { markRepository } from '../gc/mark.js';
@@ -51,7 +52,7 @@ export async function expireCache(driver: StorageDriver, options: ExpiryOptions)
     if (ttl <= 0) {
       markRepository(graph, false, marked, () => {});
       // blobs linked but not yet named by a manifest: a push in progress
-      for (const hex of (await unlessMissing(driver.listNames(layout.layersDir(name)))) ?? []) marked.add(`sha256:${hex}`);
+      for (const digest of (await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm))).digests) marked.add(digest);
       return;
     }
     longestTTL = Math.max(longestTTL, ttl);

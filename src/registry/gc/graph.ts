@@ -5,7 +5,8 @@
  * the digests of the few repositories in progress (plus the registry-wide mark set).
  */
 import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
-import { isDigest, type Digest } from '../digest.js';
+import type { Digest } from '../digest.js';
+import { listDigests } from '../digest-dirs.js';
 import * as layout from '../layout.js';
 import { readLink } from '../links.js';
 import { readRevisionMeta } from '../revision-meta.js';
@@ -39,11 +40,11 @@ export const READS = 16;
 
 export async function readGraph(driver: StorageDriver, name: string): Promise<RepositoryGraph> {
   const graph: RepositoryGraph = { name, manifests: new Map(), tags: new Map(), leftovers: [] };
-  const revisions = (await unlessMissing(driver.listNames(layout.manifestRevisionsDir(name)))) ?? [];
-  await forEach(revisions, READS, async (hex) => {
-    const digest = `sha256:${hex}`;
-    if (!isDigest(digest) || (await readLink(driver, layout.manifestRevisionLink(name, digest))) !== digest) {
-      graph.leftovers.push(`${layout.manifestRevisionsDir(name)}/${hex}`); // also for a name that is no digest
+  const revisions = await listDigests(driver, (algorithm) => layout.manifestRevisionsDir(name, algorithm));
+  graph.leftovers.push(...revisions.strays);
+  await forEach(revisions.digests, READS, async (digest) => {
+    if ((await readLink(driver, layout.manifestRevisionLink(name, digest))) !== digest) {
+      graph.leftovers.push(layout.manifestRevisionDir(name, digest));
       return;
     }
     graph.manifests.set(digest, await readNode(driver, name, digest));

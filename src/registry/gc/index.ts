@@ -22,7 +22,7 @@ export interface CollectOptions {
   report?: (line: string) => void;
   /** for the duration (tests pass their own) */
   now?: () => number;
-  /** how far it got: repositories marked, then blob directories swept (of 256) */
+  /** how far it got: repositories marked */
   progress?: (what: string, done: number, total?: number) => void;
 }
 
@@ -58,7 +58,7 @@ export async function collectGarbage(driver: StorageDriver, options: CollectOpti
     summary.layerLinksDeleted += swept.layerLinks;
     options.progress?.('repositories marked', summary.repositories);
   });
-  const blobs = await sweepBlobs(driver, marked, { ...sweepOptions, progress: options.progress });
+  const blobs = await sweepBlobs(driver, marked, sweepOptions);
   summary.marked = marked.size;
   summary.blobsDeleted = blobs.blobs;
   summary.bytesFreed = blobs.bytes;

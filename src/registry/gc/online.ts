@@ -19,7 +19,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../storage/driver.js';
-import type { Digest } from '../digest.js';
+import { digestOfHex, type Digest } from '../digest.js';
+import { forEachStoredBlob } from '../digest-dirs.js';
 import * as layout from '../layout.js';
 import { READS, readGraph } from './graph.js';
 import { REPOSITORIES_AT_ONCE } from './index.js';
@@ -106,40 +107,32 @@ interface Pass {
 
 async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
-  await forEach((await unlessMissing(driver.listNames(layout.BLOBS))) ?? [], 4, async (prefix) => {
-    const names = (await unlessMissing(driver.listNames(layout.blobPrefixDir(prefix)))) ?? [];
-    await forEach(
-      names.filter((hex) => !pass.marked.has(`sha256:${hex}`)),
-      READS,
-      async (hex) => {
-        const digest: Digest = `sha256:${hex}`;
-        const info = await unlessMissing(driver.stat(layout.blobData(digest)));
-        if (!info) return;
-        const before = await readTouch(driver, digest);
-        if (info.modTime.getTime() >= pass.horizon || pass.recent(before)) {
-          summary.blobsSpared++;
-          return;
-        }
-        report(`blob eligible for deletion: ${digest} (${info.size} bytes)`);
-        if (pass.dryRun) {
-          summary.blobsTrashed++;
-          summary.bytesTrashed += info.size;
-          return;
-        }
-        if (!(await moveIfThere(driver, layout.blobData(digest), layout.gcTrashData(digest)))) return;
-        await driver.putContent(trashedMarker(digest), Buffer.alloc(0));
-        const after = await readTouch(driver, digest);
-        if (after && after.token !== before?.token) {
-          // a request recorded a use while the data was being moved: it may rely on it
-          await moveIfThere(driver, layout.gcTrashData(digest), layout.blobData(digest));
-          summary.blobsRestored++;
-          report(`blob used meanwhile, restored: ${digest}`);
-          return;
-        }
-        summary.blobsTrashed++;
-        summary.bytesTrashed += info.size;
-      },
-    );
+  await forEachStoredBlob(driver, (digest) => pass.marked.has(digest), READS, async (digest) => {
+    const info = await unlessMissing(driver.stat(layout.blobData(digest)));
+    if (!info) return;
+    const before = await readTouch(driver, digest);
+    if (info.modTime.getTime() >= pass.horizon || pass.recent(before)) {
+      summary.blobsSpared++;
+      return;
+    }
+    report(`blob eligible for deletion: ${digest} (${info.size} bytes)`);
+    if (pass.dryRun) {
+      summary.blobsTrashed++;
+      summary.bytesTrashed += info.size;
+      return;
+    }
+    if (!(await moveIfThere(driver, layout.blobData(digest), layout.gcTrashData(digest)))) return;
+    await driver.putContent(trashedMarker(digest), Buffer.alloc(0));
+    const after = await readTouch(driver, digest);
+    if (after && after.token !== before?.token) {
+      // a request recorded a use while the data was being moved: it may rely on it
+      await moveIfThere(driver, layout.gcTrashData(digest), layout.blobData(digest));
+      summary.blobsRestored++;
+      report(`blob used meanwhile, restored: ${digest}`);
+      return;
+    }
+    summary.blobsTrashed++;
+    summary.bytesTrashed += info.size;
   });
 }
 
@@ -147,7 +140,8 @@ async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> 
 async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
   await forEach((await unlessMissing(driver.listNames(layout.GC_TRASH))) ?? [], READS, async (hex) => {
-    const digest: Digest = `sha256:${hex}`;
+    const digest = digestOfHex(hex);
+    if (!digest) return; // not berth's
     const data = await unlessMissing(driver.stat(layout.gcTrashData(digest)));
     if (!data) {
       if (!pass.dryRun) await unlessMissing(driver.delete(layout.gcTrashDir(digest))); // taken back already

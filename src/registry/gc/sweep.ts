@@ -10,7 +10,7 @@
  * `blobs/` until it is committed.
  */
 import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
-import type { Digest } from '../digest.js';
+import { forEachStoredBlob, listDigests } from '../digest-dirs.js';
 import * as layout from '../layout.js';
 import { keepRepository } from '../repositories.js';
 import { READS, type RepositoryGraph } from './graph.js';
@@ -22,8 +22,6 @@ export interface SweepOptions {
   report: (line: string) => void;
   /** keep blobs and `_layers` links modified after this time (ms since the epoch): the proxy's expiry sweeps only what is older than its TTL */
   keepModifiedAfter?: number;
-  /** blob prefix directories swept so far, of how many */
-  progress?: (what: string, done: number, total: number) => void;
 }
 
 export interface RepositorySweep {
@@ -44,9 +42,8 @@ export async function sweepRepository(driver: StorageDriver, graph: RepositoryGr
     const unkept = new Set<string>(mark.unkept);
     for (const digest of mark.unkept) options.report(`${name}: manifest eligible for deletion: ${digest}`);
     await forEach(graph.tags.keys(), READS, async (tag) => {
-      const names = (await unlessMissing(driver.listNames(layout.tagIndexDir(name, tag)))) ?? [];
-      for (const hex of names) {
-        const digest: Digest = `sha256:${hex}`;
+      const { digests } = await listDigests(driver, (algorithm) => layout.tagIndexDir(name, tag, algorithm));
+      for (const digest of digests) {
         if (unkept.has(digest)) await remove(layout.tagIndexEntryDir(name, tag, digest), 'tag index entry');
       }
     });
@@ -55,30 +52,29 @@ export async function sweepRepository(driver: StorageDriver, graph: RepositoryGr
   for (const dir of graph.leftovers) await remove(dir, 'revision side files');
   await sweepReferrers(driver, name, mark.kept, remove);
 
-  const links = (await unlessMissing(driver.listNames(layout.layersDir(name)))) ?? [];
-  let unused = links.filter((hex) => !mark.used.has(`sha256:${hex}`));
+  const links = await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm));
+  let unused = links.digests.filter((digest) => !mark.used.has(digest));
   const after = options.keepModifiedAfter;
   if (after !== undefined) {
     const young = new Set<string>();
-    await forEach(unused, READS, async (hex) => {
-      const info = await unlessMissing(driver.stat(layout.layerLink(name, `sha256:${hex}`)));
-      if (info && info.modTime.getTime() > after) young.add(hex);
+    await forEach(unused, READS, async (digest) => {
+      const info = await unlessMissing(driver.stat(layout.layerLink(name, digest)));
+      if (info && info.modTime.getTime() > after) young.add(digest);
     });
-    unused = unused.filter((hex) => !young.has(hex));
+    unused = unused.filter((digest) => !young.has(digest));
   }
-  await forEach(unused, READS, (hex) => remove(layout.layerLinkDir(name, `sha256:${hex}`), 'layer link'));
+  await forEach(unused, READS, (digest) => remove(layout.layerLinkDir(name, digest), 'layer link'));
   return { manifests: mark.unkept.length, layerLinks: unused.length };
 }
 
 /** berth's referrers index: the entries of referrers that are not kept (a subject with none left goes whole) */
 async function sweepReferrers(driver: StorageDriver, name: string, kept: Set<string>, remove: (path: string, what: string) => Promise<void>): Promise<void> {
-  const subjects = (await unlessMissing(driver.listNames(layout.referrerSubjectsDir(name)))) ?? [];
-  await forEach(subjects, READS, async (subjectHex) => {
-    const subject: Digest = `sha256:${subjectHex}`;
-    const entries = (await unlessMissing(driver.listNames(layout.referrerEntriesDir(name, subject)))) ?? [];
-    const gone = entries.filter((hex) => !kept.has(`sha256:${hex}`));
+  const { digests: subjects } = await listDigests(driver, (algorithm) => layout.referrerSubjectsDir(name, algorithm));
+  await forEach(subjects, READS, async (subject) => {
+    const { digests: entries } = await listDigests(driver, (algorithm) => layout.referrerEntriesDir(name, subject, algorithm));
+    const gone = entries.filter((digest) => !kept.has(digest));
     if (gone.length > 0 && gone.length === entries.length) return remove(layout.referrersDir(name, subject), 'referrers index');
-    for (const hex of gone) await remove(layout.referrerDir(name, subject, `sha256:${hex}`), 'referrers index entry');
+    for (const digest of gone) await remove(layout.referrerDir(name, subject, digest), 'referrers index entry');
   });
 }
 
@@ -90,23 +86,14 @@ export interface BlobSweep {
 /** every blob under `blobs/` whose digest is not in `marked` */
 export async function sweepBlobs(driver: StorageDriver, marked: Set<string>, options: SweepOptions): Promise<BlobSweep> {
   const result: BlobSweep = { blobs: 0, bytes: 0 };
-  const prefixes = (await unlessMissing(driver.listNames(layout.BLOBS))) ?? [];
-  let swept = 0;
-  // a few of the 256 prefix directories at a time, each with READS deletes in flight
-  await forEach(prefixes, 4, async (prefix) => {
-    const names = (await unlessMissing(driver.listNames(layout.blobPrefixDir(prefix)))) ?? [];
-    const unmarked = names.filter((hex) => !marked.has(`sha256:${hex}`));
-    await forEach(unmarked, READS, async (hex) => {
-      const digest: Digest = `sha256:${hex}`;
-      // a directory without data is no blob (Distribution enumerates blobs by their data too)
-      const info = await unlessMissing(driver.stat(layout.blobData(digest)));
-      if (!info || (options.keepModifiedAfter !== undefined && info.modTime.getTime() > options.keepModifiedAfter)) return;
-      options.report(`blob eligible for deletion: ${digest} (${info.size} bytes)`);
-      result.blobs++;
-      result.bytes += info.size;
-      if (!options.dryRun) await unlessMissing(driver.delete(layout.blobDir(digest)));
-    });
-    options.progress?.('blob directories swept', ++swept, prefixes.length);
+  await forEachStoredBlob(driver, (digest) => marked.has(digest), READS, async (digest) => {
+    // a directory without data is no blob (Distribution enumerates blobs by their data too)
+    const info = await unlessMissing(driver.stat(layout.blobData(digest)));
+    if (!info || (options.keepModifiedAfter !== undefined && info.modTime.getTime() > options.keepModifiedAfter)) return;
+    options.report(`blob eligible for deletion: ${digest} (${info.size} bytes)`);
+    result.blobs++;
+    result.bytes += info.size;
+    if (!options.dryRun) await unlessMissing(driver.delete(layout.blobDir(digest)));
   });
   return result;
 }

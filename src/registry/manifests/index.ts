@@ -2,7 +2,7 @@
  * Entry point for manifests: pick the format from the Content-Type (or, when that is generic,
  * from the body), validate, and report what the registry must check and store.
  */
-import { sha256 } from '../digest.js';
+import { digestBytes, type Algorithm } from '../digest.js';
 import { isGenericContentType, manifestFormat, mediaTypeEssence, MediaTypes, supportedManifestMediaTypes, type ManifestFormat } from './mediatypes.js';
 import { isObject, manifestInvalid, type JSONObject } from './fields.js';
 import { parseSchema2 } from './schema2.js';
@@ -99,6 +99,8 @@ export interface ParseOptions {
   schema1?: boolean;
   /** aborted when the client is gone: the costly part (signature checks) stops with its reason */
   signal?: AbortSignal;
+  /** the algorithm of the manifest's digest (default sha256) */
+  algorithm?: Algorithm;
 }
 
 /**
@@ -134,5 +136,5 @@ export async function parseManifest(contentType: string | undefined, body: Buffe
       ({ payload, ...content } = await parseSchema1(body, doc, options.signal));
       break;
   }
-  return { ...content, blobs: uniqueBlobs(content.blobs), format, mediaType, digest: sha256(payload), payload };
+  return { ...content, blobs: uniqueBlobs(content.blobs), format, mediaType, digest: digestBytes(options.algorithm ?? 'sha256', payload), payload };
 }

@@ -48,7 +48,7 @@ export interface ParsedManifest extends ManifestContent {
   format: ManifestFormat;
   /** the type to store and to serve back as Content-Type */
   mediaType: string;
-  /** canonical digest: sha256 of `payload` */
+  /** canonical digest: of `payload`, sha256 unless parseManifest was told another algorithm */
   digest: Digest;
   /** the bytes the digest covers: the whole body, or for signed first generation the JWS payload */
   payload: Buffer;

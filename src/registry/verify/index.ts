@@ -1,8 +1,8 @@
 /**
  * `berth verify` (zot calls it scrub): reads a storage root and reports damage.
  *
- * - Blobs: every blob's bytes hash to its name (all of blobs/, or with a repository only the
- *   blobs it links).
+ * - Blobs: every blob's bytes hash to its name in its algorithm (all of blobs/, or with a
+ *   repository only the blobs it links).
  * - Repositories: every `_layers` link names a stored blob; every revision's content is stored,
  *   parses as a manifest and its blobs and children exist in the repository; every tag names a
  *   revision of the repository.
@@ -15,7 +15,8 @@
  */
 import { createHash } from 'node:crypto';
 import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
-import { isDigest, type Digest } from '../digest.js';
+import { digestAlgorithm, isDigest, type Algorithm, type Digest } from '../digest.js';
+import { forEachStoredBlob, listDigests } from '../digest-dirs.js';
 import { readGraph } from '../gc/graph.js';
 import { forEach } from '../gc/pool.js';
 import { repositoryNames } from '../gc/repositories.js';
@@ -63,7 +64,7 @@ export async function verify(driver: StorageDriver, options: VerifyOptions): Pro
   let done = 0;
   await forEach(blobs, HASHING, async (digest) => {
     const path = layout.blobData(digest);
-    const actual = await hashOf(driver, path);
+    const actual = await hashOf(driver, path, digestAlgorithm(digest));
     options.progress?.(++done, blobs.length);
     if (actual === undefined) return; // a linked blob that is missing: the repository check says so
     summary.blobs++;
@@ -75,10 +76,9 @@ export async function verify(driver: StorageDriver, options: VerifyOptions): Pro
   for (const name of names) {
     summary.repositories++;
     const stored = async (digest: string) => isDigest(digest) && (await unlessMissing(driver.stat(layout.blobData(digest)))) !== undefined;
-    for (const hex of (await unlessMissing(driver.listNames(layout.layersDir(name)))) ?? []) {
-      const digest = `sha256:${hex}`;
+    for (const digest of (await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm))).digests) {
       // a directory without its link file (left by a move aside) links nothing
-      if (!isDigest(digest) || (await readLink(driver, layout.layerLink(name, digest))) === undefined) continue;
+      if ((await readLink(driver, layout.layerLink(name, digest))) === undefined) continue;
       if (!(await stored(digest))) await damage(`${name}: layer link ${digest} names a blob that is not stored`, layout.layerLink(name, digest));
     }
     const graph = await readGraph(driver, name);
@@ -117,35 +117,32 @@ export function verifyLine(summary: VerifySummary): string {
   return `verify: ${summary.repositories} repositories, ${summary.manifests} manifests, ${summary.blobs} blobs (${summary.bytes} bytes) checked: ${state}`;
 }
 
-/** the digest and size of what is stored at `path`, hashed as it is read; undefined when missing */
-async function hashOf(driver: StorageDriver, path: string): Promise<{ digest: string; size: number } | undefined> {
+/** the digest (in `algorithm`) and size of what is stored at `path`, hashed as it is read; undefined when missing */
+async function hashOf(driver: StorageDriver, path: string, algorithm: Algorithm): Promise<{ digest: string; size: number } | undefined> {
   const stream = await unlessMissing(driver.reader(path, 0));
   if (!stream) return undefined;
-  const hash = createHash('sha256');
+  const hash = createHash(algorithm);
   let size = 0;
   for await (const chunk of stream) {
     hash.update(chunk as Buffer);
     size += (chunk as Buffer).length;
   }
-  return { digest: `sha256:${hash.digest('hex')}`, size };
+  return { digest: `${algorithm}:${hash.digest('hex')}`, size };
 }
 
 async function allBlobs(driver: StorageDriver): Promise<Digest[]> {
   const out: Digest[] = [];
-  for (const prefix of (await unlessMissing(driver.listNames(layout.BLOBS))) ?? []) {
-    for (const hex of (await unlessMissing(driver.listNames(layout.blobPrefixDir(prefix)))) ?? []) {
-      const digest = `sha256:${hex}`;
-      if (isDigest(digest)) out.push(digest);
-    }
-  }
+  await forEachStoredBlob(driver, () => false, 1, async (digest) => {
+    out.push(digest);
+  });
   return out;
 }
 
-/** the blobs a repository links: layers and its manifests' own content */
+/** the blobs a repository links: layers and its manifests' own content, of every algorithm */
 async function linkedBlobs(driver: StorageDriver, name: string): Promise<Digest[]> {
-  const layers = ((await unlessMissing(driver.listNames(layout.layersDir(name)))) ?? []).map((hex) => `sha256:${hex}`);
-  const revisions = ((await unlessMissing(driver.listNames(layout.manifestRevisionsDir(name)))) ?? []).map((hex) => `sha256:${hex}`);
-  return [...new Set([...layers, ...revisions])].filter(isDigest);
+  const layers = await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm));
+  const revisions = await listDigests(driver, (algorithm) => layout.manifestRevisionsDir(name, algorithm));
+  return [...new Set([...layers.digests, ...revisions.digests])];
 }
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {

@@ -1,0 +1,50 @@
+/**
+ * Directories named by digest: Distribution's layout keeps one directory per algorithm (blobs/,
+ * `_layers`, revisions, tag indexes, berth's referrers index), each holding one directory per
+ * digest hex. Whatever walks them walks every algorithm berth knows, here.
+ */
+import { unlessMissing, type StorageDriver } from '../storage/driver.js';
+import { ALGORITHMS, digestOf, isAlgorithm, type Algorithm, type Digest } from './digest.js';
+import * as layout from './layout.js';
+import { forEach } from './pool.js';
+
+export interface DigestListing {
+  digests: Digest[];
+  /** paths of the entries whose name is no digest hex of their algorithm */
+  strays: string[];
+}
+
+/**
+ * the digests named under `dirOf(algorithm)`, for every algorithm. The algorithms' directories
+ * are siblings (`<parent>/<algorithm>`): the parent is listed first and only the algorithms found
+ * there after it, so a missing directory costs one call and a sha256-only one two.
+ */
+export async function listDigests(driver: StorageDriver, dirOf: (algorithm: Algorithm) => string): Promise<DigestListing> {
+  const listing: DigestListing = { digests: [], strays: [] };
+  const parent = dirOf('sha256').slice(0, -'/sha256'.length);
+  const present = ((await unlessMissing(driver.listNames(parent))) ?? []).filter(isAlgorithm);
+  const perAlgorithm = await Promise.all(present.map(async (algorithm) => ({ algorithm, names: (await unlessMissing(driver.listNames(dirOf(algorithm)))) ?? [] })));
+  for (const { algorithm, names } of perAlgorithm) {
+    for (const hex of names) {
+      const digest = digestOf(algorithm, hex);
+      if (digest) listing.digests.push(digest);
+      else listing.strays.push(`${dirOf(algorithm)}/${hex}`);
+    }
+  }
+  return listing;
+}
+
+/**
+ * Calls `visit` for every digest under blobs/ that `skip` does not name (a few of the prefix
+ * directories at a time, each with `reads` visits in flight). A directory is named, not checked:
+ * the visitor stats its data.
+ */
+export async function forEachStoredBlob(driver: StorageDriver, skip: (digest: Digest) => boolean, reads: number, visit: (digest: Digest) => Promise<void>): Promise<void> {
+  for (const algorithm of ALGORITHMS) {
+    await forEach((await unlessMissing(driver.listNames(layout.blobsDir(algorithm)))) ?? [], 4, async (prefix) => {
+      const names = (await unlessMissing(driver.listNames(layout.blobPrefixDir(algorithm, prefix)))) ?? [];
+      const digests = names.map((hex) => digestOf(algorithm, hex)).filter((d): d is Digest => d !== undefined && !skip(d));
+      await forEach(digests, reads, visit);
+    });
+  }
+}
