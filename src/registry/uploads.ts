@@ -2,7 +2,9 @@
  * Upload sessions: bytes are appended to repositories/<name>/_uploads/<uuid>/data and hashed as
  * they arrive. On completion the digest is checked and the data moved to blobs/ (atomically), so a
  * blob is visible only once verified. All state is in storage; the running sha256 is kept in memory
- * only as a shortcut and recomputed from the stored bytes after a restart or on another instance.
+ * only as a shortcut. A chunk that lands where it is not (another instance, after a restart) is
+ * written unhashed, and the digest is computed from the committed bytes on completion: a driver
+ * need not make a file readable before commit (S3 keeps its multipart upload open until then).
  * An upload older than the expiry age is gone: removed when next addressed (the purge removes the
  * ones nobody comes back to).
  */
@@ -194,31 +196,38 @@ export class UploadSessions {
    */
   private async write(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
-    let state: HashState | undefined;
+    // the running hash, when this instance holds it for what is stored; otherwise bytes go unhashed
+    const state = this.runningHash(uuid, writer.size);
     let received = false;
-    const batches = new WriteBatches(writer);
+    const batches = new WriteBatches(writer, state?.hash);
     try {
-      state = await this.hashState(name, uuid, writer.size);
-      for await (const chunk of body) await batches.add(chunk, state.hash);
-      await batches.flush(state.hash);
+      for await (const chunk of body) await batches.add(chunk);
+      await batches.flush();
       received = true;
     } finally {
       // what arrived before a disconnect is kept
-      if (state && !received) await batches.flush(state.hash).catch(() => undefined);
+      if (!received) await batches.flush().catch(() => undefined);
       this.hashes.delete(uuid);
       await (received && last ? writer.commit() : writer.close());
       // the hash covers what was handed to the writer; after a failed write it is of no use
-      if (state && writer.size === state.offset + batches.hashedBytes) this.remember(uuid, { hash: state.hash, offset: writer.size });
+      if (state && writer.size === state.offset + batches.written) this.remember(uuid, { hash: state.hash, offset: writer.size });
     }
     return writer.size;
   }
 
-  /** the running hash of the first `size` stored bytes: from memory, or re-read from storage */
-  private async hashState(name: string, uuid: string, size: number): Promise<HashState> {
+  /** the running hash of the first `size` stored bytes, if this instance has it (a new one for an empty upload) */
+  private runningHash(uuid: string, size: number): HashState | undefined {
+    if (size === 0) return { hash: newHasher(), offset: 0 };
     const known = this.hashes.get(uuid);
-    if (known && known.offset === size) return known;
+    return known && known.offset === size ? known : undefined;
+  }
+
+  /** the hash of the first `size` stored bytes: the running one, or read from the committed file */
+  private async hashState(name: string, uuid: string, size: number): Promise<HashState> {
+    const known = this.runningHash(uuid, size);
+    if (known) return known;
     const hash = newHasher();
-    if (size > 0) await this.hashStored(name, uuid, hash);
+    await this.hashStored(name, uuid, hash);
     return { hash, offset: size };
   }
 
@@ -309,33 +318,36 @@ class WriteBatches {
   private chunks: Buffer[] = [];
   private bytes = 0;
   private inFlight: Promise<void> = Promise.resolve();
-  /** bytes handed to the writer and the hash so far */
-  hashedBytes = 0;
+  /** bytes handed to the writer (and to the hash, when there is one) so far */
+  written = 0;
 
-  constructor(private readonly writer: FileWriter) {}
+  constructor(
+    private readonly writer: FileWriter,
+    private readonly hash: Hash | undefined,
+  ) {}
 
-  async add(chunk: Buffer, hash: Hash): Promise<void> {
+  async add(chunk: Buffer): Promise<void> {
     this.chunks.push(chunk);
     this.bytes += chunk.length;
-    if (this.bytes >= WRITE_BATCH_BYTES) await this.send(hash);
+    if (this.bytes >= WRITE_BATCH_BYTES) await this.send();
   }
 
   /** writes what is gathered and waits until every write is done */
-  async flush(hash: Hash): Promise<void> {
-    await this.send(hash);
+  async flush(): Promise<void> {
+    await this.send();
     await this.inFlight;
   }
 
   /** starts writing the gathered chunks once the previous write is done, then hashes them meanwhile */
-  private async send(hash: Hash): Promise<void> {
+  private async send(): Promise<void> {
     await this.inFlight;
     if (this.bytes === 0) return;
     const batch = this.chunks;
-    this.hashedBytes += this.bytes;
+    this.written += this.bytes;
     this.chunks = [];
     this.bytes = 0;
     this.inFlight = this.writer.write(batch);
     this.inFlight.catch(() => undefined); // a failure surfaces at the next send or flush
-    for (const chunk of batch) hash.update(chunk);
+    if (this.hash) for (const chunk of batch) this.hash.update(chunk);
   }
 }
