@@ -88,9 +88,12 @@ export class UploadSessions {
     return this.locks.run(uuid, () => this.open(name, uuid));
   }
 
-  /** the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN; removes it when expired (under the lock) */
-  private async open(name: string, uuid: string): Promise<UploadStatus> {
-    const status = await this.read(name, uuid);
+  /**
+   * the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN; removes it when expired (under the lock).
+   * Without `withSize` the size is left at 0 for a writer to tell (one stat fewer per chunk).
+   */
+  private async open(name: string, uuid: string, withSize = true): Promise<UploadStatus> {
+    const status = await this.read(name, uuid, withSize);
     if (this.expired(status)) {
       await this.remove(name, uuid);
       throw uploadUnknown(uuid);
@@ -102,7 +105,7 @@ export class UploadSessions {
     return this.maxAge !== undefined && this.clock.now() - status.startedAt.getTime() > this.maxAge;
   }
 
-  private async read(name: string, uuid: string): Promise<UploadStatus> {
+  private async read(name: string, uuid: string, withSize = true): Promise<UploadStatus> {
     let startedAt: Date;
     try {
       startedAt = new Date((await this.driver.getContent(layout.uploadStartedAt(name, uuid))).toString().trim());
@@ -110,14 +113,13 @@ export class UploadSessions {
       if (err instanceof PathNotFoundError) throw uploadUnknown(uuid);
       throw err;
     }
-    return { name, uuid, size: await this.storedSize(name, uuid), startedAt };
+    return { name, uuid, size: withSize ? await this.storedSize(name, uuid) : 0, startedAt };
   }
 
   /** appends a chunk (PATCH); with `range`, the chunk must start where the upload ends */
   append(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, range?: ChunkRange): Promise<UploadStatus> {
     return this.locks.run(uuid, async () => {
-      const status = await this.open(name, uuid);
-      checkRange(status.size, range);
+      const status = await this.open(name, uuid, false);
       if (!range) {
         status.size = await this.write(name, uuid, body, false);
         return status;
@@ -127,7 +129,7 @@ export class UploadSessions {
       const declared = range.end - range.start + 1;
       let overrun = false;
       try {
-        status.size = await this.write(name, uuid, upTo(body, declared), false);
+        status.size = await this.write(name, uuid, upTo(body, declared), false, range);
       } catch (err) {
         if (!(err instanceof ChunkOverrun)) throw err;
         overrun = true;
@@ -155,9 +157,8 @@ export class UploadSessions {
   complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange): Promise<BlobInfo> {
     const expected = digests.map(parseVerifiableDigest);
     return this.locks.run(uuid, async () => {
-      const status = await this.open(name, uuid);
-      checkRange(status.size, range);
-      const size = await this.write(name, uuid, body ?? [], true);
+      await this.open(name, uuid, false);
+      const size = await this.write(name, uuid, body ?? [], true, range);
       const done = size === 0 ? await this.completedBefore(name, expected) : undefined;
       if (done) {
         await this.remove(name, uuid);
@@ -192,10 +193,17 @@ export class UploadSessions {
   /**
    * Streams `body` to the end of the upload's data, hashing as it goes; returns the new size.
    * The `last` bytes of an upload are committed (made durable) before they can become a blob; a
-   * client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it.
+   * client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it. With
+   * `range`, the chunk must start where the stored bytes end (416 otherwise, nothing written).
    */
-  private async write(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
+  private async write(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, range?: ChunkRange): Promise<number> {
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
+    try {
+      checkRange(writer.size, range);
+    } catch (err) {
+      await writer.close();
+      throw err;
+    }
     // the running hash, when this instance holds it for what is stored; otherwise bytes go unhashed
     const state = this.runningHash(uuid, writer.size);
     let received = false;
