@@ -28,8 +28,9 @@ import {
   type RedirectRequest,
   readEnd,
 } from './driver.js';
-import { Bucket, buildS3Client, httpStatus, isNotFound, NAME, toStorageError, type S3DriverOptions } from './s3/client.js';
+import { Bucket, buildS3Client, httpStatus, NAME, type S3DriverOptions } from './s3/client.js';
 import { LIST_PAGE, Multipart } from './s3/multipart.js';
+import { ObjectReader } from './s3/object-reader.js';
 import { isPathName, pendingPathName, PendingStore } from './s3/pending.js';
 import { openWriter, type WriterContext } from './s3/writer.js';
 
@@ -50,6 +51,7 @@ export class S3Driver extends BaseDriver {
   private readonly multipart: Multipart;
   private readonly pending: PendingStore;
   private readonly writers: WriterContext;
+  private readonly objects: ObjectReader;
 
   constructor(readonly options: S3DriverOptions) {
     super();
@@ -58,6 +60,7 @@ export class S3Driver extends BaseDriver {
     this.multipart = new Multipart(this.bucket);
     this.pending = new PendingStore(this.bucket);
     this.writers = { bucket: this.bucket, multipart: this.multipart, pending: this.pending, chunkSize: options.chunksize };
+    this.objects = new ObjectReader(this.client, this.bucket, { skipverify: options.skipverify, maxAttempts: options.maxAttempts ?? 5 });
   }
 
   /** fails with a clear message unless the bucket exists and the credentials reach it */
@@ -92,18 +95,15 @@ export class S3Driver extends BaseDriver {
   protected async _reader(path: string, offset: number, length: number | undefined): Promise<Readable> {
     if (length === 0) return this.emptyRead(path, offset);
     const last = length === undefined ? '' : String(readEnd(offset, length, Number.MAX_SAFE_INTEGER) - 1);
-    try {
-      const out = await this.client.send(
-        // only the bytes asked for leave the store (a ranged blob GET reads just its range)
-        new GetObjectCommand({ Bucket: this.bucket.name, Key: this.key(path), Range: offset > 0 || last ? `bytes=${offset}-${last}` : undefined }),
-      );
-      return out.Body as Readable;
-    } catch (err) {
-      if (isNotFound(err)) throw new PathNotFoundError(path, NAME);
-      // offset at or past the end: at the end is an empty read, past it an error
-      if (httpStatus(err) === 416) return this.emptyRead(path, offset);
-      throw toStorageError(err, `GetObject ${path}`);
-    }
+    // only the bytes asked for leave the store (a ranged blob GET reads just its range)
+    const range = offset > 0 || last ? `bytes=${offset}-${last}` : undefined;
+    const { status, body } = await this.objects.get(path, range);
+    if (status === (range ? 206 : 200)) return body;
+    await body.dump();
+    if (status === 404) throw new PathNotFoundError(path, NAME);
+    // offset at or past the end: at the end is an empty read, past it an error
+    if (status === 416) return this.emptyRead(path, offset);
+    throw new StorageError(`${NAME}: GetObject ${path}${range ? ` (${range})` : ''}: unexpected status ${status}`, NAME);
   }
 
   /** a read of no bytes at `offset`, which must lie within the object or at its end */
@@ -260,5 +260,6 @@ export class S3Driver extends BaseDriver {
 
   async close(): Promise<void> {
     this.client.destroy();
+    await this.objects.close();
   }
 }
