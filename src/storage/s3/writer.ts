@@ -117,13 +117,19 @@ class S3Writer implements FileWriter {
     this.throwFailure();
   }
 
-  /** sends the first `bytes` buffered bytes as the next part once the part in flight is done */
-  private async startPart(bytes: number): Promise<void> {
+  /**
+   * sends the first `bytes` buffered bytes as the next part once the part in flight is done, or
+   * `alongside` it: the last bytes of a request (close, commit) go out next to the part before
+   * instead of after it, with nothing more to buffer meanwhile
+   */
+  private async startPart(bytes: number, alongside = false): Promise<void> {
     const part = this.takePart(bytes);
-    await this.settle(); // at most one part in flight
-    this.inflight = this.sendPart(part).catch((err: unknown) => {
+    if (!alongside) await this.settle(); // at most one part in flight while bytes arrive
+    const sending = this.sendPart(part).catch((err: unknown) => {
       this.failure ??= err;
     });
+    const before = this.inflight;
+    this.inflight = before ? Promise.all([before, sending]).then(() => undefined) : sending;
   }
 
   /** waits for the part in flight */
@@ -181,7 +187,7 @@ class S3Writer implements FileWriter {
   private async persist(): Promise<void> {
     const unchanged = !this.dirty && this.origin !== 'new';
     if (unchanged) return;
-    if (this.buffered >= MIN_PART_SIZE) await this.startPart(this.buffered);
+    if (this.buffered >= MIN_PART_SIZE) await this.startPart(this.buffered, true);
     await this.settle();
     if (this.baseObject > 0) await this.ensureUpload(); // the copy parts of an untouched large base
     const uploadId = await this.upload;
@@ -194,14 +200,17 @@ class S3Writer implements FileWriter {
   /** makes everything written the object at the path */
   private async finish(): Promise<void> {
     if (this.origin === 'object' && !this.dirty) return; // the complete object, untouched
-    await this.settle();
+    // (a part in flight means the upload exists)
     if (this.upload === undefined && this.baseObject === 0) {
       await this.ctx.bucket.putObject(this.path, this.tail()); // never reached a part: one PutObject
     } else {
-      if (this.buffered > 0) await this.startPart(this.buffered); // the last part may be small
-      await this.settle();
+      if (this.buffered > 0) await this.startPart(this.buffered, true); // the last part may be small
       const uploadId = await this.ensureUpload();
-      const resumed = this.resumedParts > 0 ? await this.ctx.multipart.listParts(this.key, this.path, uploadId, this.resumedParts) : [];
+      // the ETags of the parts earlier writers sent, listed while the last parts go out
+      const [resumed] = await Promise.all([
+        this.resumedParts > 0 ? this.ctx.multipart.listParts(this.key, this.path, uploadId, this.resumedParts) : [],
+        this.settle(),
+      ]);
       await this.ctx.multipart.complete(this.key, this.path, uploadId, [...resumed, ...this.parts.slice(this.resumedParts)]);
     }
     if (this.origin === 'pending') await this.ctx.pending.delete(this.path);
