@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { validateConfig } from '../../src/config/load.js';
+import { purgeUploads } from '../../src/registry/purge.js';
 import { S3Driver } from '../../src/storage/s3.js';
 import { MiB, PatternBlob, startBerthProcess, streamDownload, streamRequest, type BerthProcess } from '../helpers/berth-process.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
@@ -149,6 +150,21 @@ describe('two berth processes on one bucket (s3, Ceph radosgw)', needTools(CEPH_
     } finally {
       await doomed.stop();
     }
+  });
+
+  it('a cancelled upload and a purged one leave no multipart upload and no state in the bucket', { timeout: 120_000 }, async () => {
+    const blob = new PatternBlob(13 * MiB);
+    const cancelled = await patchAcross(await startUpload(a, 'multi/cancelled'), blob, [0, 7 * MiB, 13 * MiB], [a, b]);
+    const purged = await patchAcross(await startUpload(b, 'multi/purged'), blob, [0, 9 * MiB], [b]);
+    assert.equal((await openUploads()).length, 2);
+    const del = await fetch(on(b, cancelled), { method: 'DELETE' });
+    assert.equal(del.status, 204);
+    assert.deepEqual(await openUploads(), [store.key(`/docker/registry/v2/repositories/multi/purged/_uploads/${new URL(purged, a.url).pathname.split('/').at(-1)}/data`)]);
+    // what the upload purger of any instance runs, here for every upload started before now
+    const result = await purgeUploads(store, new Date(Date.now() + 1000), false);
+    assert.equal(result.purged.length, 1);
+    assert.deepEqual(await openUploads(), []);
+    for (const repo of ['cancelled', 'purged']) await assert.rejects(store.list(`/docker/registry/v2/repositories/multi/${repo}/_uploads`), /path not found/);
   });
 
   it('an image pushed through one instance is pulled through the other', { timeout: 60_000 }, async () => {
