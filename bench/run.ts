@@ -25,7 +25,8 @@
  *                          to compare (the measured CPU and RSS are the primary's, not the workers')
  *
  * Needs the Debian packages docker-registry, skopeo and time (GNU time, for the gc row's peak RSS); ceph-mon, ceph-osd, radosgw and ceph-common
- * for the S3 rows (skipped without them); librsvg2-bin for the PNG chart.
+ * for the S3 rows (skipped without them); haproxy for s3-ha-8x (berth behind HAProxy, one instance
+ * against two; bench/lib/scaling.ts); librsvg2-bin for the PNG chart.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -45,6 +46,7 @@ import { measure, settle } from './lib/process-stats.js';
 import { buildBerth, distributionVersion, filesystemBackend, s3Backend, S3_CHUNK_SIZE, startBerth, startDistribution, type Backend, type Registry, type RegistryName } from './lib/registries.js';
 import { renderMarkdown, renderSvg, toJSON, writeChart, type Machine, type Report, type S3Part, type ScenarioResult } from './lib/report.js';
 import { cephVersion, missingCephTool, startS3Store, type S3Store } from './lib/s3.js';
+import { measureScaling, SCALING_ID, type ScalingRow } from './lib/scaling.js';
 import { blobScenarios, skopeoScenarios, smallScenarios, tagsPerResponse, type Scenario, type SmallSettings } from './lib/scenarios.js';
 import { MiB } from './lib/stats.js';
 
@@ -155,6 +157,7 @@ async function main(): Promise<number> {
   const running: Registry[] = [];
   const results: ScenarioResult[] = [];
   let gc: GcRow | undefined;
+  let scaling: ScalingRow | undefined;
   let store: S3Store | undefined;
   let s3: S3Part | undefined;
   let limits;
@@ -187,7 +190,8 @@ async function main(): Promise<number> {
       ...smallScenarios(s3small),
     ].filter((s) => wanted(s.id));
     // said at the start too, so nobody waits ten minutes to learn that half the rows will be missing
-    const cephMissing = s3Scenarios.length > 0 ? missingCephTool() : undefined;
+    const s3Wanted = s3Scenarios.length > 0 || wanted(SCALING_ID);
+    const cephMissing = s3Wanted ? missingCephTool() : undefined;
     if (cephMissing) skipBanner(cephMissing);
     const used = (scenarios: Scenario[], blobs: PatternBlob[]) => (scenarios.some((s) => s.group === 'blob') ? blobs : []);
     for (const blob of [...used(fsScenarios, [big, ...eight]), ...used(s3Scenarios, [s3big, ...s3eight])]) blob.digest();
@@ -266,7 +270,7 @@ async function main(): Promise<number> {
     }
 
     // ---- S3 storage: both registries on one bucket of a throw-away Ceph radosgw
-    if (s3Scenarios.length > 0) {
+    if (s3Wanted) {
       if (cephMissing) {
         s3 = { store: 'Ceph radosgw', skipped: cephMissing };
         skipBanner(cephMissing);
@@ -285,9 +289,9 @@ async function main(): Promise<number> {
             berth: s3Backend(s3store, prefixes.berth, redirect),
             distribution: s3Backend(s3store, prefixes.distribution, redirect),
           });
-          const streaming = await start(backends(false), 'S3 storage, redirect disabled');
+          const streaming = s3Scenarios.length > 0 ? await start(backends(false), 'S3 storage, redirect disabled') : undefined;
           const redirecting = s3Scenarios.some((s) => s.instance === 'redirect') ? await start(backends(true), 'S3 storage, redirects') : undefined;
-          if (s3Scenarios.some((s) => s.group === 'small')) s3small.tagsPerResponse = await tagsPerResponse(Object.values(streaming));
+          if (streaming && s3Scenarios.some((s) => s.group === 'small')) s3small.tagsPerResponse = await tagsPerResponse(Object.values(streaming));
 
           let pullReady = false;
           for (const scenario of s3Scenarios) {
@@ -300,7 +304,17 @@ async function main(): Promise<number> {
               pullReady = true;
             }
             log(`${scenario.id}: ${scenario.title}`);
-            results.push(await runScenario(scenario, scenario.instance === 'redirect' && redirecting ? redirecting : streaming));
+            results.push(await runScenario(scenario, scenario.instance === 'redirect' && redirecting ? redirecting : streaming!));
+          }
+          if (wanted(SCALING_ID)) {
+            await stopAll();
+            if (toolAvailable('haproxy')) {
+              log(`${SCALING_ID}: berth behind HAProxy, one instance against two`);
+              const blobs = { pushed: Array.from({ length: 8 }, () => new PatternBlob(s3Settings.each)), pulled: s3eight };
+              scaling = await measureScaling(s3store, cli, blobs, s3Settings.blobRounds, { cpuProfileDir: profileDir, fromSource }, log);
+            } else {
+              notes.push(`**${SCALING_ID} was skipped: haproxy is missing** (apt-get install -y haproxy).`);
+            }
           }
         } catch (err) {
           // the store or a registry did not start: every S3 row not run yet is a failure
@@ -343,6 +357,7 @@ async function main(): Promise<number> {
     limits,
     results,
     gc,
+    scaling,
     quick,
     notes,
     chartFile: `${basename(stem)}.png`,

@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { GcRow } from './gc.js';
+import { renderScaling, type ScalingRow } from './scaling.js';
 import type { Limits } from './limits.js';
 import type { Usage } from './process-stats.js';
 import type { RegistryName } from './registries.js';
@@ -82,6 +83,8 @@ export interface Report {
   results: ScenarioResult[];
   /** the offline garbage collection row, when it ran */
   gc?: GcRow;
+  /** the several-instances row (s3-ha-8x), when it ran */
+  scaling?: ScalingRow;
   settings: Record<string, string>;
   quick: boolean;
   command: string;
@@ -194,6 +197,7 @@ export function renderMarkdown(report: Report): string {
   lines.push('');
   lines.push(...targets(report).map((t) => `- ${t}`));
   if (report.gc) renderGc(lines, report.gc);
+  if (report.scaling) renderScaling(lines, report.scaling);
   for (const [storage, rows] of sections(report)) {
     if (rows.length === 0) continue;
     lines.push('');

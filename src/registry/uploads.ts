@@ -3,7 +3,9 @@
  * they arrive. On completion the digest is checked and the data moved to blobs/ (atomically), so a
  * blob is visible only once verified. All state is in storage; the running hash (of the upload's
  * algorithm: sha256 unless the client named another when it started) is kept in memory only as a
- * shortcut and recomputed from the stored bytes after a restart or on another instance.
+ * shortcut. A chunk that lands where it is not (another instance, after a restart) is written
+ * unhashed, and the digest is computed from the committed bytes on completion: a driver need not
+ * make a file readable before commit (S3 keeps its multipart upload open until then).
  * The blob is stored under the algorithm of the first digest the completion names; a digest of
  * another algorithm than the running hash's is checked by reading the stored bytes again.
  * An upload older than the expiry age is gone: removed when next addressed (the purge removes the
@@ -96,9 +98,12 @@ export class UploadSessions {
     return this.locks.run(uuid, () => this.open(name, uuid, algorithm));
   }
 
-  /** the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN; removes it when expired (under the lock) */
-  private async open(name: string, uuid: string, algorithm: Algorithm): Promise<UploadStatus> {
-    const status = await this.read(name, uuid, algorithm);
+  /**
+   * the upload's progress, or 404 BLOB_UPLOAD_UNKNOWN; removes it when expired (under the lock).
+   * Without `withSize` the size is left at 0 for a writer to tell (one stat fewer per chunk).
+   */
+  private async open(name: string, uuid: string, algorithm: Algorithm, withSize = true): Promise<UploadStatus> {
+    const status = await this.read(name, uuid, algorithm, withSize);
     if (this.expired(status)) {
       await this.remove(name, uuid);
       throw uploadUnknown(uuid);
@@ -110,7 +115,7 @@ export class UploadSessions {
     return this.maxAge !== undefined && this.clock.now() - status.startedAt.getTime() > this.maxAge;
   }
 
-  private async read(name: string, uuid: string, algorithm: Algorithm): Promise<UploadStatus> {
+  private async read(name: string, uuid: string, algorithm: Algorithm, withSize = true): Promise<UploadStatus> {
     let startedAt: Date;
     try {
       startedAt = new Date((await this.driver.getContent(layout.uploadStartedAt(name, uuid))).toString().trim());
@@ -118,14 +123,13 @@ export class UploadSessions {
       if (err instanceof PathNotFoundError) throw uploadUnknown(uuid);
       throw err;
     }
-    return { name, uuid, size: await this.storedSize(name, uuid), startedAt, algorithm };
+    return { name, uuid, size: withSize ? await this.storedSize(name, uuid) : 0, startedAt, algorithm };
   }
 
   /** appends a chunk (PATCH); with `range`, the chunk must start where the upload ends */
   append(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256'): Promise<UploadStatus> {
     return this.locks.run(uuid, async () => {
-      const status = await this.open(name, uuid, algorithm);
-      checkRange(status.size, range);
+      const status = await this.open(name, uuid, algorithm, false);
       if (!range) {
         status.size = await this.write(status, body, false);
         return status;
@@ -135,7 +139,7 @@ export class UploadSessions {
       const declared = range.end - range.start + 1;
       let overrun = false;
       try {
-        status.size = await this.write(status, upTo(body, declared), false);
+        status.size = await this.write(status, upTo(body, declared), false, range);
       } catch (err) {
         if (!(err instanceof ChunkOverrun)) throw err;
         overrun = true;
@@ -164,9 +168,8 @@ export class UploadSessions {
   complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256'): Promise<BlobInfo> {
     const expected = digests.map(parseDigest);
     return this.locks.run(uuid, async () => {
-      const status = await this.open(name, uuid, algorithm);
-      checkRange(status.size, range);
-      const size = await this.write(status, body ?? [], true);
+      const status = await this.open(name, uuid, algorithm, false);
+      const size = await this.write(status, body ?? [], true, range);
       const done = size === 0 ? await this.completedBefore(name, expected) : undefined;
       if (done) {
         await this.remove(name, uuid);
@@ -200,11 +203,12 @@ export class UploadSessions {
   /**
    * Streams `body` to the end of the upload's data, hashing as it goes; returns the new size.
    * The `last` bytes of an upload are committed (made durable) before they can become a blob; a
-   * client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it.
+   * client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it. With
+   * `range`, the chunk must start where the stored bytes end (416 otherwise, nothing written).
    */
-  private async write(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
+  private async write(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, range?: ChunkRange): Promise<number> {
     try {
-      return await this.appendData(upload, body, last);
+      return await this.appendData(upload, body, last, range);
     } catch (err) {
       // a full store: the upload cannot go on (507 is terminal), and what it holds is space to give back
       if (isStorageFull(err)) await this.remove(upload.name, upload.uuid).catch(() => undefined);
@@ -212,35 +216,48 @@ export class UploadSessions {
     }
   }
 
-  private async appendData(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean): Promise<number> {
+  private async appendData(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, range?: ChunkRange): Promise<number> {
     const { name, uuid } = upload;
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
-    let state: HashState | undefined;
-    let received = false;
-    const batches = new WriteBatches(writer);
     try {
-      state = await this.hashState(upload, writer.size);
-      for await (const chunk of body) await batches.add(chunk, state.hash);
-      await batches.flush(state.hash);
+      checkRange(writer.size, range);
+    } catch (err) {
+      await writer.close();
+      throw err;
+    }
+    // the running hash, when this instance holds it for what is stored; otherwise bytes go unhashed
+    const state = this.runningHash(upload, writer.size);
+    let received = false;
+    const batches = new WriteBatches(writer, state?.hash);
+    try {
+      for await (const chunk of body) await batches.add(chunk);
+      await batches.flush();
       received = true;
     } finally {
       // what arrived before a disconnect is kept
-      if (state && !received) await batches.flush(state.hash).catch(() => undefined);
+      if (!received) await batches.flush().catch(() => undefined);
       this.hashes.delete(uuid);
       await (received && last ? writer.commit() : writer.close());
       // the hash covers what was handed to the writer; after a failed write it is of no use
-      if (state && writer.size === state.offset + batches.hashedBytes) this.remember(uuid, { ...state, offset: writer.size });
+      if (state && writer.size === state.offset + batches.written) this.remember(uuid, { ...state, offset: writer.size });
     }
     return writer.size;
   }
 
-  /** the running hash of the upload's first `size` stored bytes: from memory, or re-read from storage */
-  private async hashState({ name, uuid, algorithm }: UploadStatus, size: number): Promise<HashState> {
+  /** the running hash of the upload's first `size` stored bytes, if this instance has it (a new one for an empty upload) */
+  private runningHash({ uuid, algorithm }: UploadStatus, size: number): HashState | undefined {
+    if (size === 0) return { hash: newHasher(algorithm), algorithm, offset: 0 };
     const known = this.hashes.get(uuid);
-    if (known && known.offset === size && known.algorithm === algorithm) return known;
-    const hash = newHasher(algorithm);
-    if (size > 0) await this.hashStored(name, uuid, hash);
-    return { hash, algorithm, offset: size };
+    return known && known.offset === size && known.algorithm === algorithm ? known : undefined;
+  }
+
+  /** the hash of the upload's first `size` stored bytes: the running one, or read from the committed file */
+  private async hashState(upload: UploadStatus, size: number): Promise<HashState> {
+    const known = this.runningHash(upload, size);
+    if (known) return known;
+    const hash = newHasher(upload.algorithm);
+    await this.hashStored(upload.name, upload.uuid, hash);
+    return { hash, algorithm: upload.algorithm, offset: size };
   }
 
   private async hashStored(name: string, uuid: string, hash: Hash): Promise<void> {
@@ -333,33 +350,36 @@ class WriteBatches {
   private chunks: Buffer[] = [];
   private bytes = 0;
   private inFlight: Promise<void> = Promise.resolve();
-  /** bytes handed to the writer and the hash so far */
-  hashedBytes = 0;
+  /** bytes handed to the writer (and to the hash, when there is one) so far */
+  written = 0;
 
-  constructor(private readonly writer: FileWriter) {}
+  constructor(
+    private readonly writer: FileWriter,
+    private readonly hash: Hash | undefined,
+  ) {}
 
-  async add(chunk: Buffer, hash: Hash): Promise<void> {
+  async add(chunk: Buffer): Promise<void> {
     this.chunks.push(chunk);
     this.bytes += chunk.length;
-    if (this.bytes >= WRITE_BATCH_BYTES) await this.send(hash);
+    if (this.bytes >= WRITE_BATCH_BYTES) await this.send();
   }
 
   /** writes what is gathered and waits until every write is done */
-  async flush(hash: Hash): Promise<void> {
-    await this.send(hash);
+  async flush(): Promise<void> {
+    await this.send();
     await this.inFlight;
   }
 
   /** starts writing the gathered chunks once the previous write is done, then hashes them meanwhile */
-  private async send(hash: Hash): Promise<void> {
+  private async send(): Promise<void> {
     await this.inFlight;
     if (this.bytes === 0) return;
     const batch = this.chunks;
-    this.hashedBytes += this.bytes;
+    this.written += this.bytes;
     this.chunks = [];
     this.bytes = 0;
     this.inFlight = this.writer.write(batch);
     this.inFlight.catch(() => undefined); // a failure surfaces at the next send or flush
-    for (const chunk of batch) hash.update(chunk);
+    if (this.hash) for (const chunk of batch) this.hash.update(chunk);
   }
 }

@@ -28,8 +28,11 @@ import {
   type RedirectRequest,
   readEnd,
 } from './driver.js';
-import { Bucket, buildS3Client, httpStatus, isNotFound, NAME, toStorageError, type S3DriverOptions } from './s3/client.js';
-import { LIST_PAGE, Multipart, openWriter } from './s3/multipart.js';
+import { Bucket, buildS3Client, httpStatus, NAME, type S3DriverOptions } from './s3/client.js';
+import { LIST_PAGE, Multipart } from './s3/multipart.js';
+import { ObjectReader } from './s3/object-reader.js';
+import { isPathName, pendingPathName, PendingStore } from './s3/pending.js';
+import { openWriter, type WriterContext } from './s3/writer.js';
 
 export type { S3DriverOptions, S3Parameters } from './s3/client.js';
 
@@ -46,12 +49,18 @@ export class S3Driver extends BaseDriver {
   readonly client: S3Client;
   private readonly bucket: Bucket;
   private readonly multipart: Multipart;
+  private readonly pending: PendingStore;
+  private readonly writers: WriterContext;
+  private readonly objects: ObjectReader;
 
   constructor(readonly options: S3DriverOptions) {
     super();
     this.client = buildS3Client(options);
     this.bucket = new Bucket(this.client, options);
     this.multipart = new Multipart(this.bucket);
+    this.pending = new PendingStore(this.bucket);
+    this.writers = { bucket: this.bucket, multipart: this.multipart, pending: this.pending, chunkSize: options.chunksize };
+    this.objects = new ObjectReader(this.client, this.bucket, { skipverify: options.skipverify, maxAttempts: options.maxAttempts ?? 5 });
   }
 
   /** fails with a clear message unless the bucket exists and the credentials reach it */
@@ -86,18 +95,15 @@ export class S3Driver extends BaseDriver {
   protected async _reader(path: string, offset: number, length: number | undefined): Promise<Readable> {
     if (length === 0) return this.emptyRead(path, offset);
     const last = length === undefined ? '' : String(readEnd(offset, length, Number.MAX_SAFE_INTEGER) - 1);
-    try {
-      const out = await this.client.send(
-        // only the bytes asked for leave the store (a ranged blob GET reads just its range)
-        new GetObjectCommand({ Bucket: this.bucket.name, Key: this.key(path), Range: offset > 0 || last ? `bytes=${offset}-${last}` : undefined }),
-      );
-      return out.Body as Readable;
-    } catch (err) {
-      if (isNotFound(err)) throw new PathNotFoundError(path, NAME);
-      // offset at or past the end: at the end is an empty read, past it an error
-      if (httpStatus(err) === 416) return this.emptyRead(path, offset);
-      throw toStorageError(err, `GetObject ${path}`);
-    }
+    // only the bytes asked for leave the store (a ranged blob GET reads just its range)
+    const range = offset > 0 || last ? `bytes=${offset}-${last}` : undefined;
+    const { status, body } = await this.objects.get(path, range);
+    if (status === (range ? 206 : 200)) return body;
+    await body.dump();
+    if (status === 404) throw new PathNotFoundError(path, NAME);
+    // offset at or past the end: at the end is an empty read, past it an error
+    if (status === 416) return this.emptyRead(path, offset);
+    throw new StorageError(`${NAME}: GetObject ${path}${range ? ` (${range})` : ''}: unexpected status ${status}`, NAME);
   }
 
   /** a read of no bytes at `offset`, which must lie within the object or at its end */
@@ -109,13 +115,16 @@ export class S3Driver extends BaseDriver {
   }
 
   protected _writer(path: string, append: boolean): Promise<FileWriter> {
-    return openWriter(this.bucket, this.multipart, path, append, this.options.chunksize);
+    return openWriter(this.writers, path, append);
   }
 
   protected async _stat(path: string): Promise<FileInfo> {
     if (path !== '/') {
       const info = await this.bucket.head(path);
       if (info) return { path, size: info.size, modTime: info.modTime, isDir: false };
+      // a file being written (closed, not committed): its size is in the pending state
+      const pending = await this.pending.head(path);
+      if (pending !== undefined) return { path, size: pending.size, modTime: new Date(), isDir: false };
       const out = await this.bucket.send(`ListObjectsV2 ${path}`, () =>
         this.client.send(new ListObjectsV2Command({ Bucket: this.bucket.name, Prefix: this.bucket.dirPrefix(path), MaxKeys: 1 })),
       );
@@ -145,7 +154,7 @@ export class S3Driver extends BaseDriver {
    */
   private async entries(path: string): Promise<Entry[]> {
     const prefix = this.bucket.dirPrefix(path);
-    const byName = new Map<string, Entry>();
+    const byName = new Map<string, Entry & { pending?: boolean }>();
     let token: string | undefined;
     do {
       const out = await this.bucket.send(`ListObjectsV2 ${path}`, () =>
@@ -155,17 +164,27 @@ export class S3Driver extends BaseDriver {
       );
       for (const p of out.CommonPrefixes ?? []) {
         const name = p.Prefix!.slice(prefix.length).replace(/\/$/, '');
-        if (name !== '') byName.set(name, { name, isDir: true, size: 0, modTime: new Date() });
+        if (isPathName(name)) byName.set(name, { name, isDir: true, size: 0, modTime: new Date() });
       }
       for (const o of out.Contents ?? []) {
-        const name = o.Key!.slice(prefix.length);
-        // a directory wins over a file of the same name (cannot happen through berth)
-        if (name !== '' && !byName.get(name)?.isDir) byName.set(name, { name, isDir: false, size: o.Size ?? 0, modTime: o.LastModified ?? new Date() });
+        const key = o.Key!.slice(prefix.length);
+        // an unfinished file is its pending state; keys no driver path names are left out
+        const name = pendingPathName(key) ?? key;
+        if (!isPathName(name)) continue;
+        // a directory wins over a file of the same name (cannot happen through berth), a complete
+        // object over a pending state (see s3/writer.ts)
+        const seen = byName.get(name);
+        if (seen?.isDir || (seen && name !== key)) continue;
+        byName.set(name, { name, isDir: false, size: o.Size ?? 0, modTime: o.LastModified ?? new Date(), pending: name !== key });
       }
       token = out.IsTruncated ? out.NextContinuationToken : undefined;
     } while (token);
     if (byName.size === 0 && path !== '/') throw new PathNotFoundError(path, NAME);
-    return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // the size of an unfinished file is in its state's metadata, not the listing
+    for (const entry of byName.values()) {
+      if (entry.pending) entry.size = (await this.pending.head(childPath(path, entry.name)))?.size ?? entry.size;
+    }
+    return [...byName.values()].map(({ pending, ...entry }) => entry).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /**
@@ -203,6 +222,13 @@ export class S3Driver extends BaseDriver {
       await this.bucket.deleteObject(path);
       found++;
     }
+    // a file being written: its open upload and pending state
+    const pending = await this.pending.head(path);
+    if (pending !== undefined) {
+      if (pending.uploadId !== undefined) await this.multipart.abort(key, pending.uploadId);
+      await this.pending.delete(path);
+      found++;
+    }
     // everything below, 1000 keys per listing page and per DeleteObjects batch
     const prefix = `${key}/`;
     for (;;) {
@@ -234,5 +260,6 @@ export class S3Driver extends BaseDriver {
 
   async close(): Promise<void> {
     this.client.destroy();
+    await this.objects.close();
   }
 }

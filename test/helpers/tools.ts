@@ -36,6 +36,7 @@ const INSTALL_HINTS: Record<string, string> = {
   dockerd: 'apt-get install -y docker.io',
   docker: 'apt-get install -y docker.io',
   'systemd-analyze': 'apt-get install -y systemd',
+  haproxy: 'apt-get install -y haproxy',
 };
 
 /** The install command for a tool (falls back to a package of the same name). */

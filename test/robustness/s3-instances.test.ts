@@ -7,7 +7,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { validateConfig } from '../../src/config/load.js';
+import { purgeUploads } from '../../src/registry/purge.js';
 import { S3Driver } from '../../src/storage/s3.js';
 import { MiB, PatternBlob, startBerthProcess, streamDownload, streamRequest, type BerthProcess } from '../helpers/berth-process.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
@@ -79,6 +81,90 @@ describe('two berth processes on one bucket (s3, Ceph radosgw)', needTools(CEPH_
       assert.equal(got.status, 200);
       assert.equal(got.digest, blob.digest());
     }
+  });
+
+  /** a new upload's Location */
+  const startUpload = async (server: BerthProcess, name: string) => {
+    const post = await fetch(`${server.url}/v2/${name}/blobs/uploads/`, { method: 'POST' });
+    assert.equal(post.status, 202);
+    return post.headers.get('location')!;
+  };
+
+  /** PATCHes the bytes of `blob` between `cuts` to the upload at `location`, the i-th on servers[i]; returns the last Location */
+  const patchAcross = async (location: string, blob: PatternBlob, cuts: number[], servers: BerthProcess[]) => {
+    for (let i = 0; i + 1 < cuts.length; i++) {
+      const [start, end] = [cuts[i], cuts[i + 1]];
+      const res = await streamRequest(on(servers[i], location), {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/octet-stream', 'content-length': end - start, 'content-range': `${start}-${end - 1}` },
+        body: blob.chunks(start, end),
+      });
+      assert.equal(res.status, 202, `PATCH ${i} (${start}-${end - 1}): ${res.body}`);
+      assert.equal(res.headers.range, `0-${end - 1}`);
+      location = res.headers.location as string;
+    }
+    return location;
+  };
+
+  /** the multipart uploads open in the bucket below the registry's root */
+  const openUploads = async () => {
+    const out = await store.client.send(new ListMultipartUploadsCommand({ Bucket: store.options.bucket, Prefix: store.key('/docker') }));
+    return (out.Uploads ?? []).map((u) => u.Key);
+  };
+
+  it('PATCHes alternating between instances, below, at and above the 5 MiB minimum part, keep one upload open', { timeout: 180_000 }, async () => {
+    const sizes = [1 * MiB, 5 * MiB, 3, 5 * MiB - 1, 7 * MiB + 1, 5 * MiB + 1, 12 * MiB, 100];
+    const cuts = sizes.reduce((acc, n) => [...acc, acc.at(-1)! + n], [0]);
+    const blob = new PatternBlob(cuts.at(-1)!);
+    const name = 'multi/alternating';
+    const location = await patchAcross(await startUpload(a, name), blob, cuts, sizes.map((_, i) => (i % 2 ? b : a)));
+    // one multipart upload for the upload's data, open between requests
+    const uuid = new URL(location, a.url).pathname.split('/').at(-1)!;
+    assert.deepEqual(await openUploads(), [store.key(`/docker/registry/v2/repositories/${name}/_uploads/${uuid}/data`)]);
+    const url = on(a, location);
+    url.searchParams.set('digest', blob.digest());
+    const put = await fetch(url, { method: 'PUT' });
+    assert.equal(put.status, 201, await put.text());
+    for (const server of [a, b]) assert.equal((await pull(server, name, blob.digest())).digest, blob.digest());
+    assert.deepEqual(await openUploads(), []);
+  });
+
+  it('an instance killed between PATCHes: the upload continues on another, nothing acknowledged is lost', { timeout: 180_000 }, async () => {
+    const params = ceph.params(store.options.bucket, { rootdirectory: '/shared', chunksize: 6 * MiB });
+    const doomed = await startBerthProcess({ s3: params });
+    try {
+      const blob = new PatternBlob(19 * MiB + 7);
+      const name = 'multi/killed';
+      // 9 MiB on the doomed instance: a part of 6 MiB and 3 MiB waiting in the pending state
+      const location = await patchAcross(await startUpload(doomed, name), blob, [0, 9 * MiB], [doomed]);
+      await doomed.kill9();
+      const status = await fetch(on(a, location));
+      assert.equal(status.status, 204);
+      assert.equal(status.headers.get('range'), `0-${9 * MiB - 1}`);
+      const put = on(b, await patchAcross(location, blob, [9 * MiB, 14 * MiB, blob.size], [a, b]));
+      put.searchParams.set('digest', blob.digest());
+      const done = await fetch(put, { method: 'PUT' });
+      assert.equal(done.status, 201, await done.text());
+      assert.equal((await pull(a, name, blob.digest())).digest, blob.digest());
+      assert.deepEqual(await openUploads(), []);
+    } finally {
+      await doomed.stop();
+    }
+  });
+
+  it('a cancelled upload and a purged one leave no multipart upload and no state in the bucket', { timeout: 120_000 }, async () => {
+    const blob = new PatternBlob(13 * MiB);
+    const cancelled = await patchAcross(await startUpload(a, 'multi/cancelled'), blob, [0, 7 * MiB, 13 * MiB], [a, b]);
+    const purged = await patchAcross(await startUpload(b, 'multi/purged'), blob, [0, 9 * MiB], [b]);
+    assert.equal((await openUploads()).length, 2);
+    const del = await fetch(on(b, cancelled), { method: 'DELETE' });
+    assert.equal(del.status, 204);
+    assert.deepEqual(await openUploads(), [store.key(`/docker/registry/v2/repositories/multi/purged/_uploads/${new URL(purged, a.url).pathname.split('/').at(-1)}/data`)]);
+    // what the upload purger of any instance runs, here for every upload started before now
+    const result = await purgeUploads(store, new Date(Date.now() + 1000), false);
+    assert.equal(result.purged.length, 1);
+    assert.deepEqual(await openUploads(), []);
+    for (const repo of ['cancelled', 'purged']) await assert.rejects(store.list(`/docker/registry/v2/repositories/multi/${repo}/_uploads`), /path not found/);
   });
 
   it('an image pushed through one instance is pulled through the other', { timeout: 60_000 }, async () => {

@@ -127,6 +127,27 @@ describe('s3 driver: request headers and failures (fake endpoint)', () => {
     }
   });
 
+  it('streamed reads (undici, pre-signed GET) retry 5xx with back-off, then report StorageUnavailableError; a 403 is not retried', async () => {
+    const driver = driverFor(fake);
+    fake.requests.length = 0;
+    fake.failWith = 503;
+    try {
+      await assert.rejects(driver.reader('/z', 5, 10), StorageUnavailableError);
+      assert.equal(fake.requests.length, 3, 'maxAttempts 3');
+      const get = fake.requests[0];
+      assert.equal(get.method, 'GET');
+      assert.equal(get.headers.range, 'bytes=5-14');
+      assert.match(get.url, /X-Amz-Signature=/);
+      fake.requests.length = 0;
+      fake.failWith = 403;
+      await assert.rejects(driver.reader('/z'), (err: Error) => !(err instanceof StorageUnavailableError) && /GetObject \/z: unexpected status 403/.test(err.message));
+      assert.equal(fake.requests.length, 1);
+    } finally {
+      fake.failWith = undefined;
+      await driver.close();
+    }
+  });
+
   it('answers 503 with a JSON error body when the store keeps failing', async () => {
     const registry = await startBerth({ storage: { s3: s3Params(fake) } }, { driver: 'none' });
     try {

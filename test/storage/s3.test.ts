@@ -12,7 +12,9 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
+import { ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand } from '@aws-sdk/client-s3';
 import { validateConfig } from '../../src/config/load.js';
+import { PathNotFoundError } from '../../src/storage/driver.js';
 import { S3Driver, type S3DriverOptions } from '../../src/storage/s3.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
@@ -53,6 +55,17 @@ describe('s3 driver on Ceph radosgw', needTools(CEPH_TOOLS, 'the S3 driver tests
     };
   }, { childrenVersion: 'never' });
 });
+
+/** the open multipart uploads at or below `path`, with their parts' sizes */
+async function uploadsOf(driver: S3Driver, path: string): Promise<{ key: string; parts: number[] }[]> {
+  const out = await driver.client.send(new ListMultipartUploadsCommand({ Bucket: driver.options.bucket, Prefix: driver.key(path) }));
+  const uploads = [];
+  for (const u of out.Uploads ?? []) {
+    const parts = await driver.client.send(new ListPartsCommand({ Bucket: driver.options.bucket, Key: u.Key, UploadId: u.UploadId }));
+    uploads.push({ key: u.Key!, parts: (parts.Parts ?? []).map((p) => p.Size!) });
+  }
+  return uploads;
+}
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -99,8 +112,13 @@ describe('s3 driver: what only S3 has (Ceph radosgw)', needTools(CEPH_TOOLS, 'th
     assert.equal(w2.size, a.length);
     await w2.write(b);
     await w2.close();
-    // what was written is readable from anywhere between writers (hashes are recomputed from it)
-    assert.ok((await readAll(await twin(first).reader('/up/data'))).equals(Buffer.concat([a, b])));
+    // between writers the upload stays open: its size is known everywhere, its bytes are not readable yet
+    assert.equal((await twin(first).stat('/up/data')).size, a.length + b.length);
+    await assert.rejects(twin(first).reader('/up/data'), PathNotFoundError);
+    // one upload, kept open: 13 MiB went out as two parts of 6 MiB, the last MiB (below the
+    // minimum part size) waited in the pending state; with 7 MiB + 5 more that makes a third part,
+    // and 2 MiB + 5 bytes wait
+    assert.deepEqual(await uploadsOf(first, '/up/data'), [{ key: first.key('/up/data'), parts: [6 * MiB, 6 * MiB, 6 * MiB] }]);
 
     const w3 = await twin(first).writer('/up/data', true);
     assert.equal(w3.size, a.length + b.length);
@@ -129,9 +147,60 @@ describe('s3 driver: what only S3 has (Ceph radosgw)', needTools(CEPH_TOOLS, 'th
     await w.write(randomBytes(7 * MiB)); // one part uploaded
     await w.cancel();
     await assert.rejects(driver.stat('/cancel/data'));
-    const { ListMultipartUploadsCommand } = await import('@aws-sdk/client-s3');
-    const uploads = await driver.client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: driver.key('/cancel') }));
-    assert.equal(uploads.Uploads?.length ?? 0, 0);
+    assert.deepEqual(await uploadsOf(driver, '/cancel'), []);
+  });
+
+  it('sends a tail of at least 5 MiB as a part at close, and hides the pending state from listings', async () => {
+    const driver = make({ chunksize: 8 * MiB });
+    const a = randomBytes(6 * MiB);
+    const w1 = await driver.writer('/tail/data', false);
+    await w1.write(a);
+    await w1.close();
+    assert.deepEqual(await uploadsOf(driver, '/tail/data'), [{ key: driver.key('/tail/data'), parts: [6 * MiB] }]);
+    assert.deepEqual(await driver.list('/tail'), ['/tail/data']);
+    const seen: string[] = [];
+    await driver.walk('/', (info) => void seen.push(`${info.path} ${info.size}`));
+    assert.deepEqual(seen, ['/tail 0', `/tail/data ${6 * MiB}`]);
+    const w2 = await twin(driver).writer('/tail/data', true);
+    await w2.write(Buffer.from('end'));
+    await w2.commit();
+    assert.ok((await driver.getContent('/tail/data')).equals(Buffer.concat([a, Buffer.from('end')])));
+    assert.deepEqual(await uploadsOf(driver, '/tail'), []);
+    const keys = await driver.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: driver.key('/tail') }));
+    assert.deepEqual(keys.Contents?.map((o) => o.Key), [driver.key('/tail/data')]);
+  });
+
+  it('deleting an unfinished file, or the directory above it, leaves no upload and no state behind', async () => {
+    const driver = make({ chunksize: 6 * MiB });
+    for (const path of ['/del/one/data', '/del/two/data']) {
+      const w = await driver.writer(path, true);
+      await w.write(randomBytes(6 * MiB + 7));
+      await w.close();
+    }
+    assert.equal((await uploadsOf(driver, '/del')).length, 2);
+    await driver.delete('/del/one/data');
+    assert.deepEqual((await uploadsOf(driver, '/del')).map((u) => u.key), [driver.key('/del/two/data')]);
+    await assert.rejects(driver.stat('/del/one/data'), PathNotFoundError);
+    await driver.delete('/del');
+    assert.deepEqual(await uploadsOf(driver, '/del'), []);
+    const keys = await driver.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: driver.key('/del') }));
+    assert.equal(keys.KeyCount, 0);
+  });
+
+  it('continues a complete object with a pending state left by an interrupted commit from the object', async () => {
+    const driver = make({ chunksize: 6 * MiB });
+    const w = await driver.writer('/both/data', true);
+    await w.write(Buffer.from('stale'));
+    await w.close(); // a pending state ...
+    await driver.putContent('/both/data', Buffer.from('complete')); // ... and the object a commit made
+    assert.equal((await driver.stat('/both/data')).size, 8);
+    const again = await twin(driver).writer('/both/data', true);
+    assert.equal(again.size, 8);
+    await again.write(Buffer.from('+more'));
+    await again.commit();
+    assert.equal((await driver.getContent('/both/data')).toString(), 'complete+more');
+    const keys = await driver.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: driver.key('/both') }));
+    assert.deepEqual(keys.Contents?.map((o) => o.Key), [driver.key('/both/data')]);
   });
 
   it('moves above multipartcopythresholdsize by multipart copy', async () => {
