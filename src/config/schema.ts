@@ -376,6 +376,9 @@ const middleware = z
 
 const catalog = z.strictObject({ maxentries: int(1).default(1000) }).prefault({});
 
+/** berth's own: the web interface under /ui/ on the main port (docs/configuration.md "Web interface") */
+const ui = z.strictObject({ enabled: bool.default(true) }).prefault({});
+
 /**
  * Distribution's compatibility.schema1: `enabled` says whether first-generation (signed) manifests
  * may be pushed. berth accepts them unless told otherwise, where Distribution 2.8 refuses them:
@@ -623,6 +626,7 @@ export const configSchema = z.strictObject({
   health: health.optional(),
   proxy: proxy.optional(),
   middleware,
+  ui,
 })
   // Distribution reads the deprecated top-level loglevel when log.level is not set
   .transform(({ log, ...rest }) => ({ ...rest, log: { ...log, level: log.level ?? rest.loglevel ?? ('info' as const) } }));

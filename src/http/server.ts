@@ -107,10 +107,12 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {
   const rawPath = req.url.split('?')[0];
   const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
-  if ((req.method === 'GET' || req.method === 'HEAD') && isProbe(rawPath)) return serveProbe(rawPath, reply, services);
+  const page = services.pages?.owns(req, path) === true;
+  if (!page && (req.method === 'GET' || req.method === 'HEAD') && isProbe(rawPath)) return serveProbe(rawPath, reply, services);
   refuseWhileUnhealthy(services);
   const { auth } = services;
   if (auth.limiter && auth.limitBy === 'ip') await limit(auth, req.ip);
+  if (page) return services.pages!.serve(req, reply, path, services);
   if (auth.issuer && path === auth.issuerPath) {
     // the token endpoint checks passwords: limited by address in either mode
     if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);

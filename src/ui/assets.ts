@@ -1,0 +1,68 @@
+/**
+ * The built browser code (build.ts): read once at start, served under /ui/assets/ by content hash
+ * with `Cache-Control: immutable`, and the one HTML page every view of the interface starts from.
+ */
+import { readFile } from 'node:fs/promises';
+
+// two folders below the checkout both as src/ui/ and as dist/ui/
+export const ASSETS_DIR = new URL('../../dist/ui-assets/', import.meta.url);
+export const MANIFEST = 'assets.json';
+
+export interface AssetManifest {
+  script: string;
+  style: string;
+}
+
+export interface Asset {
+  body: Buffer;
+  type: string;
+}
+
+/** the built files by name, or undefined when the interface was not built (npm run build) */
+export async function loadAssets(): Promise<{ manifest: AssetManifest; files: Map<string, Asset> } | undefined> {
+  let manifest: AssetManifest;
+  try {
+    manifest = JSON.parse(await readFile(new URL(MANIFEST, ASSETS_DIR), 'utf8')) as AssetManifest;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const files = new Map<string, Asset>();
+  files.set(manifest.script, { body: await readFile(new URL(manifest.script, ASSETS_DIR)), type: 'text/javascript; charset=utf-8' });
+  files.set(manifest.style, { body: await readFile(new URL(manifest.style, ASSETS_DIR)), type: 'text/css; charset=utf-8' });
+  return { manifest, files };
+}
+
+/** what the page tells the browser code: where the API is and what the registry allows */
+export interface PageSettings {
+  /** http.prefix ('' or '/path') */
+  prefix: string;
+  /** http.host's host[:port] for pull commands; undefined: the address bar's */
+  host?: string;
+  auth: 'none' | 'htpasswd' | 'token';
+  deletes: boolean;
+  readOnly: boolean;
+  version: string;
+}
+
+/** the page: no inline script (the settings are a JSON data block, which a CSP does not run) */
+export function indexPage(manifest: AssetManifest, settings: PageSettings): string {
+  const base = `${settings.prefix}/ui/assets/`;
+  // `<` escaped so no value can close the data block
+  const json = JSON.stringify(settings).replace(/</g, '\\u003c');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<link rel="icon" href="data:,">
+<title>berth</title>
+<link rel="stylesheet" href="${base}${manifest.style}">
+<script type="application/json" id="berth-settings">${json}</script>
+<script type="module" src="${base}${manifest.script}"></script>
+</head>
+<body><div id="app"></div><noscript>The berth web interface needs JavaScript.</noscript></body>
+</html>
+`;
+}
