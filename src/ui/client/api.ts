@@ -3,6 +3,8 @@
  * itself (its own login dialog). With token auth, a 401's Bearer challenge names the realm and the
  * scope: a token for it comes from the issuer with the refresh token of the login (kept in
  * sessionStorage, never the password), or anonymously before any login, and the request is sent again.
+ * Token requests omit credentials: the issuer's 401 for a wrong password carries a Basic challenge,
+ * and the browser's own login dialog must not open over the form.
  */
 import { settings } from './settings';
 
@@ -38,7 +40,8 @@ export const signedInUser = (): string | undefined => sessionStorage.getItem(USE
  */
 export async function request(path: string, init: RequestInit = {}, scope = ''): Promise<Response> {
   const url = settings.prefix + path;
-  const send = (token?: string) => fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+  const send = (token?: string) =>
+    fetch(url, { ...init, credentials: settings.auth === 'token' ? 'omit' : 'same-origin', headers: { ...(init.headers as Record<string, string>), ...(token ? { authorization: `Bearer ${token}` } : {}) } });
   let res = await send(tokens.get(scope));
   if (res.status === 401 && settings.auth === 'token') {
     const challenge = parseBearer(res.headers.get('www-authenticate'));
@@ -83,14 +86,14 @@ async function fetchToken(challenge: Challenge): Promise<string | undefined> {
   const refresh = sessionStorage.getItem(REFRESH);
   let res: Response | undefined;
   if (refresh) {
-    res = await fetch(challenge.realm, { method: 'POST', body: form({ grant_type: 'refresh_token', refresh_token: refresh, service: challenge.service, scope: challenge.scope }) });
+    res = await fetch(challenge.realm, { method: 'POST', credentials: 'omit', body: form({ grant_type: 'refresh_token', refresh_token: refresh, service: challenge.service, scope: challenge.scope }) });
     if (res.status === 401) signOut(); // expired or its user is gone: anonymous from now on
   }
   if (!res?.ok) {
     const query = new URLSearchParams();
     if (challenge.service) query.set('service', challenge.service);
     if (challenge.scope) query.set('scope', challenge.scope);
-    res = await fetch(`${challenge.realm}?${query}`);
+    res = await fetch(`${challenge.realm}?${query}`, { credentials: 'omit' });
   }
   if (!res.ok) return undefined;
   return ((await res.json()) as { token?: string; access_token?: string }).access_token;
@@ -108,6 +111,7 @@ export async function signIn(username: string, password: string): Promise<void> 
   if (!lastChallenge) throw new APIError(0, 'the registry did not name a token issuer');
   const res = await fetch(lastChallenge.realm, {
     method: 'POST',
+    credentials: 'omit',
     body: form({ grant_type: 'password', username, password, service: lastChallenge.service, access_type: 'offline', client_id: 'berth-ui' }),
   });
   if (res.status === 401) throw new APIError(401, 'wrong username or password');
