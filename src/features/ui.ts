@@ -42,16 +42,28 @@ export const uiFeature: Feature<UIConfig> = {
         readOnly: settings.readOnly,
         deletes: settings.deletes,
         auth: settings.auth,
-        mirrors: config.proxy?.remoteurl ? [{ prefix: '', remoteurl: config.proxy.remoteurl }] : (config.proxy?.upstreams ?? []).map(({ prefix, remoteurl }) => ({ prefix, remoteurl })),
+        mirrors: config.proxy?.remoteurl
+          ? [{ prefix: '', remoteurl: withoutUserinfo(config.proxy.remoteurl) }]
+          : (config.proxy?.upstreams ?? []).map(({ prefix, remoteurl }) => ({ prefix, remoteurl: withoutUserinfo(remoteurl) })),
       },
     };
     return {
       pages: uiPages(built, settings, state),
-      attach({ driver, notifier, figures }) {
+      attach({ driver, notifier, figures, readiness }) {
         state.driver = driver;
         state.figures = figures;
-        state.notifications = () => notifier.snapshot().map((e) => ({ name: e.name, metrics: e.Metrics as unknown as Record<string, unknown> }));
+        state.health = readiness;
+        state.notifications = () =>
+          notifier.snapshot().map(({ name, Metrics: { Statuses, ...counters } }) => ({ name, counters, statuses: Statuses }));
       },
     };
   },
 };
+
+/** an upstream's URL as the registry page shows it: never with credentials written into it */
+function withoutUserinfo(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.toString();
+}

@@ -22,9 +22,12 @@ import { isIndex, parseManifest, platformName, readConfig, summarize, type Summa
 /** what the registry page shows beyond the settings (attach() of the feature fills it in) */
 export interface RegistryState {
   driver?: StorageDriver;
-  /** the notification endpoints: name and queue figures */
-  notifications?(): { name: string; metrics: Record<string, unknown> }[];
+  /** the notification endpoints: name, queue and delivery counters, answers by status (no URL or headers) */
+  notifications?(): { name: string; counters: Record<string, number>; statuses: Record<string, number> }[];
+  /** every feature's figures (gc, proxy, ...), as /debug/vars has them */
   figures?(): Record<string, Record<string, number>>;
+  /** the failing health checks by name (empty: ready) */
+  health?(): Promise<Record<string, string>>;
   /** version, storage driver, modes */
   about: Record<string, unknown>;
 }
@@ -150,10 +153,16 @@ async function manifest(req: FastifyRequest, services: Services, state: Registry
   };
 }
 
-/** GET /ui/api/registry: version, storage, modes and the figures the registry keeps; for those who may read the whole catalog */
+/**
+ * GET /ui/api/registry: version, storage, modes, health and the figures the registry keeps, for
+ * those who may read the catalog (registry:catalog:*: everyone without auth, any signed-in user
+ * with htpasswd, with tokens those granted the catalog). Failing checks are named, not explained
+ * (their reasons may hold paths and addresses; /debug/health has them).
+ */
 async function registry(req: FastifyRequest, services: Services, state: RegistryState): Promise<unknown> {
   await authorize(req, services, [CATALOG_ACCESS]);
-  return { ...state.about, notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {} };
+  const failing = (await state.health?.()) ?? {};
+  return { ...state.about, healthy: Object.keys(failing).length === 0, failing: Object.keys(failing), notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {} };
 }
 
 /** the tags (of the first TAG_SCAN_LIMIT) that name `digest` */
