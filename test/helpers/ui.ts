@@ -17,7 +17,10 @@ export function needBrowser(): { skip: string | false } {
   return needTool(CHROMIUM, 'the web interface tests in a real browser');
 }
 
-/** builds the browser code (once per process) and starts a headless chromium */
+/**
+ * builds the browser code (once per process) and starts a headless chromium; call it before
+ * starting a registry, which reads the built assets when it starts
+ */
 export async function launchBrowser(): Promise<Browser> {
   assertTool(CHROMIUM, 'the web interface tests in a real browser');
   await (built ??= buildUI());

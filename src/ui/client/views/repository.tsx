@@ -22,14 +22,15 @@ interface Page {
   next?: string;
 }
 
-const COLUMNS: { key: keyof TagRow; label: string; num?: boolean }[] = [
+/** `wide`: left out on a phone (the manifest's page has them) */
+const COLUMNS: { key: keyof TagRow; label: string; num?: boolean; wide?: boolean }[] = [
   { key: 'tag', label: 'Tag' },
-  { key: 'digest', label: 'Digest' },
+  { key: 'digest', label: 'Digest', wide: true },
   { key: 'mediaType', label: 'Kind' },
   { key: 'size', label: 'Size', num: true },
   { key: 'platforms', label: 'Platforms' },
-  { key: 'created', label: 'Created' },
-  { key: 'pushed', label: 'Pushed' },
+  { key: 'created', label: 'Created', wide: true },
+  { key: 'pushed', label: 'Pushed', wide: true },
 ];
 
 function sorted(rows: TagRow[], sort: string | undefined, desc: boolean): TagRow[] {
@@ -66,7 +67,7 @@ export function Repository({ name, last, sort, desc }: { name: string; last?: st
                         const active = sort === c.key;
                         const next = repositoryHref(name, { last, sort: c.key, desc: active && !desc ? '1' : undefined });
                         return (
-                          <th scope="col" class={c.num ? 'num' : ''} aria-sort={active ? (desc ? 'descending' : 'ascending') : undefined}>
+                          <th scope="col" class={[c.num && 'num', c.wide && 'wide'].filter(Boolean).join(' ')} aria-sort={active ? (desc ? 'descending' : 'ascending') : undefined}>
                             <Link href={next}>{c.label}{active ? (desc ? ' ↓' : ' ↑') : ''}</Link>
                           </th>
                         );
@@ -81,12 +82,12 @@ export function Repository({ name, last, sort, desc }: { name: string; last?: st
                           <td colSpan={6} class="muted">{t.error}</td>
                         ) : (
                           <>
-                            <td><Link href={manifestHref(name, t.digest!)}><Digest digest={t.digest!} /></Link></td>
+                            <td class="wide"><Link href={manifestHref(name, t.digest!)}><Digest digest={t.digest!} /></Link></td>
                             <td title={t.mediaType}>{kindOf(t.mediaType!, t.artifactType)}</td>
                             <td class="num">{formatSize(t.size)}</td>
                             <td>{t.platforms?.join(', ') || '–'}</td>
-                            <td><Time at={t.created} /></td>
-                            <td><Time at={t.pushed} /></td>
+                            <td class="wide"><Time at={t.created} /></td>
+                            <td class="wide"><Time at={t.pushed} /></td>
                           </>
                         )}
                       </tr>
