@@ -3,6 +3,7 @@
  * with `Cache-Control: immutable`, and the one HTML page every view of the interface starts from.
  */
 import { readFile } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
 
 // two folders below the checkout both as src/ui/ and as dist/ui/
 export const ASSETS_DIR = new URL('../../dist/ui-assets/', import.meta.url);
@@ -15,6 +16,8 @@ export interface AssetManifest {
 
 export interface Asset {
   body: Buffer;
+  /** the same, compressed once at start for browsers that take gzip */
+  gzipped: Buffer;
   type: string;
 }
 
@@ -28,8 +31,13 @@ export async function loadAssets(): Promise<{ manifest: AssetManifest; files: Ma
     throw err;
   }
   const files = new Map<string, Asset>();
-  files.set(manifest.script, { body: await readFile(new URL(manifest.script, ASSETS_DIR)), type: 'text/javascript; charset=utf-8' });
-  files.set(manifest.style, { body: await readFile(new URL(manifest.style, ASSETS_DIR)), type: 'text/css; charset=utf-8' });
+  for (const [file, type] of [
+    [manifest.script, 'text/javascript; charset=utf-8'],
+    [manifest.style, 'text/css; charset=utf-8'],
+  ]) {
+    const body = await readFile(new URL(file, ASSETS_DIR));
+    files.set(file, { body, gzipped: gzipSync(body, { level: 9 }), type });
+  }
   return { manifest, files };
 }
 

@@ -45,7 +45,9 @@ export function uiPages(built: Awaited<ReturnType<typeof loadAssets>>, settings:
       if (path.startsWith('/ui/assets/')) {
         const asset = built.files.get(path.slice('/ui/assets/'.length));
         if (!asset) throw new RegistryError('NOT_FOUND', `no web interface asset ${path}: the page that asked for it is older than this registry; reload it`);
-        return reply.header('content-type', asset.type).header('cache-control', IMMUTABLE).header('x-content-type-options', 'nosniff').send(asset.body);
+        reply.header('content-type', asset.type).header('cache-control', IMMUTABLE).header('x-content-type-options', 'nosniff').header('vary', 'accept-encoding');
+        if (/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) return reply.header('content-encoding', 'gzip').send(asset.gzipped);
+        return reply.send(asset.body);
       }
       return securityHeaders(reply).header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-cache').send(page);
     },

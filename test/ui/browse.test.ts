@@ -153,7 +153,12 @@ describe('web interface: browsing', needBrowser(), () => {
       assert.equal(asset.status, 200);
       assert.equal(asset.headers.get('cache-control'), 'public, max-age=31536000, immutable');
       assert.match(asset.headers.get('content-type') ?? '', path.endsWith('.js') ? /javascript/ : /text\/css/);
-      assert.ok((await asset.arrayBuffer()).byteLength > 0);
+      const plain = Buffer.from(await asset.arrayBuffer()); // fetch asks for gzip and inflates
+      assert.equal(asset.headers.get('content-encoding'), 'gzip');
+      assert.ok(plain.length > 0);
+      const raw = await fetch(`${registry.url}${path}`, { headers: { 'accept-encoding': 'identity' } });
+      assert.equal(raw.headers.get('content-encoding'), null);
+      assert.deepEqual(Buffer.from(await raw.arrayBuffer()), plain);
     }
     const missing = await fetch(`${registry.url}/ui/assets/main-OLDHASH1.js`);
     assert.equal(missing.status, 404);
