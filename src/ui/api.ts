@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CATALOG_ACCESS, type AccessRequest } from '../auth/access.js';
 import type { CallerGrant } from '../auth/index.js';
 import type { Services } from '../http/context.js';
+import { authorizeRequest } from '../http/authorize.js';
 import { queryValue } from '../http/body.js';
 import { pageOf, parsePagination } from '../http/pagination.js';
 import { isDigest, parseDigest } from '../registry/digest.js';
@@ -59,9 +60,8 @@ export async function serveAPI(req: FastifyRequest, reply: FastifyReply, path: s
   throw new RegistryError('NOT_FOUND', `no web interface helper at ${path}`);
 }
 
-function authorize(req: FastifyRequest, services: Services, needed: AccessRequest[]): Promise<CallerGrant> {
-  return services.auth.authorize({ needed, authorization: req.headers.authorization, protocol: req.protocol, host: req.host });
-}
+/** the V2 API's authorization and rate limit, for the access the V2 API would need */
+const authorize = (req: FastifyRequest, services: Services, needed: AccessRequest[]): Promise<CallerGrant> => authorizeRequest(req, services.auth, needed);
 
 const pull = (name: string): AccessRequest => ({ type: 'repository', name, action: 'pull' });
 

@@ -17,13 +17,15 @@ export function needBrowser(): { skip: string | false } {
   return needTool(CHROMIUM, 'the web interface tests in a real browser');
 }
 
-/**
- * builds the browser code (once per process) and starts a headless chromium; call it before
- * starting a registry, which reads the built assets when it starts
- */
+/** builds the browser code, once per process; before starting a registry, which reads the assets when it starts */
+export async function buildAssets(): Promise<void> {
+  await (built ??= buildUI());
+}
+
+/** builds the browser code (buildAssets) and starts a headless chromium */
 export async function launchBrowser(): Promise<Browser> {
   assertTool(CHROMIUM, 'the web interface tests in a real browser');
-  await (built ??= buildUI());
+  await buildAssets();
   return chromium.launch({ executablePath: CHROMIUM, headless: true });
 }
 
