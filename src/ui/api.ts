@@ -9,6 +9,7 @@ import { CATALOG_ACCESS, type AccessRequest } from '../auth/access.js';
 import type { CallerGrant } from '../auth/index.js';
 import type { Services } from '../http/context.js';
 import { authorizeRequest } from '../http/authorize.js';
+import { clientGone } from '../http/client-gone.js';
 import { queryValue } from '../http/body.js';
 import { pageOf, parsePagination } from '../http/pagination.js';
 import { isDigest, parseDigest } from '../registry/digest.js';
@@ -43,8 +44,8 @@ const CATALOG_CHUNK = 500;
 const TAG_SCAN_LIMIT = 1000;
 const PAGE_CONCURRENCY = 4;
 
-const ROUTES: [RegExp, (m: RegExpExecArray, req: FastifyRequest, services: Services, state: RegistryState) => Promise<unknown>][] = [
-  [/^\/ui\/api\/repositories$/, (_m, req, services) => repositories(req, services)],
+const ROUTES: [RegExp, (m: RegExpExecArray, req: FastifyRequest, services: Services, state: RegistryState, reply: FastifyReply) => Promise<unknown>][] = [
+  [/^\/ui\/api\/repositories$/, (_m, req, services, _state, reply) => repositories(req, services, clientGone(reply))],
   [/^\/ui\/api\/repositories\/(.+)\/tags$/, (m, req, services, state) => tags(req, services, state, checkRepositoryName(m[1]))],
   [/^\/ui\/api\/repositories\/(.+)\/manifests\/([^/]+)$/, (m, req, services, state) => manifest(req, services, state, checkRepositoryName(m[1]), m[2])],
   [/^\/ui\/api\/registry$/, (_m, req, services, state) => registry(req, services, state)],
@@ -54,7 +55,7 @@ export async function serveAPI(req: FastifyRequest, reply: FastifyReply, path: s
   for (const [pattern, handle] of ROUTES) {
     const m = pattern.exec(path);
     if (!m) continue;
-    const body = await handle(m, req, services, state);
+    const body = await handle(m, req, services, state, reply);
     return reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(JSON.stringify(body));
   }
   throw new RegistryError('NOT_FOUND', `no web interface helper at ${path}`);
@@ -68,9 +69,10 @@ const pull = (name: string): AccessRequest => ({ type: 'repository', name, actio
 /**
  * GET /ui/api/repositories?q=&n=&last=: the repositories the caller may pull whose name holds `q`,
  * with their tag counts. The catalog is read a chunk at a time until the page is full, so a
- * registry of 100,000 repositories is never held in memory.
+ * registry of 100,000 repositories is never held in memory; a search the browser gave up on (the
+ * user typed on) stops walking.
  */
-async function repositories(req: FastifyRequest, services: Services): Promise<unknown> {
+async function repositories(req: FastifyRequest, services: Services, gone: AbortSignal): Promise<unknown> {
   const grant = await authorize(req, services, []);
   const page = parsePagination(req, REPOSITORY_PAGE);
   const q = (queryValue(req, 'q') ?? '').trim().toLowerCase();
@@ -78,6 +80,7 @@ async function repositories(req: FastifyRequest, services: Services): Promise<un
   let last = page.last;
   let more = false;
   while (page.n > 0) {
+    gone.throwIfAborted();
     const chunk = await services.catalog.page({ n: CATALOG_CHUNK, last });
     for (const name of chunk.repositories) if (name.includes(q) && grant.lists(name)) found.push(name);
     if (found.length > page.n) {

@@ -58,8 +58,8 @@ export async function request(path: string, init: RequestInit = {}, scope = ''):
 }
 
 /** GET of a JSON document; errors become APIError with the registry's message */
-export async function getJSON<T>(path: string, scope = ''): Promise<T> {
-  const res = await request(path, { headers: { accept: 'application/json' } }, scope);
+export async function getJSON<T>(path: string, scope = '', signal?: AbortSignal): Promise<T> {
+  const res = await request(path, { headers: { accept: 'application/json' }, signal }, scope);
   if (!res.ok) throw await errorOf(res);
   return (await res.json()) as T;
 }

@@ -21,20 +21,19 @@ export interface Loaded<T> {
   reload(): void;
 }
 
-/** runs `load` whenever `key` changes; an answer that arrives after a newer request is dropped */
-export function useLoad<T>(key: string, load: () => Promise<T>): Loaded<T> {
+/** runs `load` whenever `key` changes; the request of an older key is aborted (its answer dropped) */
+export function useLoad<T>(key: string, load: (signal: AbortSignal) => Promise<T>): Loaded<T> {
   const [state, setState] = useState<{ key: string; data?: T; error?: Error; loading: boolean }>({ key, loading: true });
   const [round, setRound] = useState(0);
   useEffect(() => {
-    let current = true;
+    const controller = new AbortController();
+    const current = () => !controller.signal.aborted;
     setState((s) => ({ key, data: s.key === key ? s.data : undefined, loading: true }));
-    load().then(
-      (data) => current && setState({ key, data, loading: false }),
-      (error: Error) => current && setState({ key, error, loading: false }),
+    load(controller.signal).then(
+      (data) => current() && setState({ key, data, loading: false }),
+      (error: Error) => current() && setState({ key, error, loading: false }),
     );
-    return () => {
-      current = false;
-    };
+    return () => controller.abort();
   }, [key, round]);
   return { ...state, reload: () => setRound((r) => r + 1) };
 }

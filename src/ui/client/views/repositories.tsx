@@ -11,7 +11,7 @@ interface Page {
 
 export function Repositories({ q, last }: { q: string; last?: string }) {
   const query = new URLSearchParams({ n: '50', ...(q ? { q } : {}), ...(last ? { last } : {}) });
-  const loaded = useLoad(query.toString(), () => getJSON<Page>(`/ui/api/repositories?${query}`));
+  const loaded = useLoad(query.toString(), (signal) => getJSON<Page>(`/ui/api/repositories?${query}`, '', signal));
   const [text, setText] = useState(q);
   const input = useRef<HTMLInputElement>(null);
   useEffect(() => setText(q), [q]);
