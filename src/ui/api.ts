@@ -19,19 +19,20 @@ import { checkRepositoryName, checkTag } from '../registry/names.js';
 import { mapLimited } from '../registry/pool.js';
 import { readRevisionMeta } from '../registry/revision-meta.js';
 import type { StorageDriver } from '../storage/driver.js';
-import { isIndex, parseManifest, platformName, readConfig, summarize, type Summary } from './summary.js';
+import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
+import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, TagPage, TagRow } from './wire.js';
 
 /** what the registry page shows beyond the settings (attach() of the feature fills it in) */
 export interface RegistryState {
   driver?: StorageDriver;
   /** the notification endpoints: name, queue and delivery counters, answers by status (no URL or headers) */
-  notifications?(): { name: string; counters: Record<string, number>; statuses: Record<string, number> }[];
+  notifications?(): RegistryAbout['notifications'];
   /** every feature's figures (gc, proxy, ...), as /debug/vars has them */
   figures?(): Record<string, Record<string, number>>;
   /** the failing health checks by name (empty: ready) */
   health?(): Promise<Record<string, string>>;
   /** version, storage driver, modes */
-  about: Record<string, unknown>;
+  about: Omit<RegistryAbout, 'healthy' | 'failing' | 'notifications' | 'figures'>;
 }
 
 /** repositories one page of the list may hold */
@@ -72,7 +73,7 @@ const pull = (name: string): AccessRequest => ({ type: 'repository', name, actio
  * registry of 100,000 repositories is never held in memory; a search the browser gave up on (the
  * user typed on) stops walking.
  */
-async function repositories(req: FastifyRequest, services: Services, gone: AbortSignal): Promise<unknown> {
+async function repositories(req: FastifyRequest, services: Services, gone: AbortSignal): Promise<RepositoryPage> {
   const grant = await authorize(req, services, []);
   const page = parsePagination(req, REPOSITORY_PAGE);
   const q = (queryValue(req, 'q') ?? '').trim().toLowerCase();
@@ -96,12 +97,12 @@ async function repositories(req: FastifyRequest, services: Services, gone: Abort
 }
 
 /** GET /ui/api/repositories/<name>/tags?n=&last=: a page of tags, each with its manifest's summary */
-async function tags(req: FastifyRequest, services: Services, state: RegistryState, name: string): Promise<unknown> {
+async function tags(req: FastifyRequest, services: Services, state: RegistryState, name: string): Promise<TagPage> {
   await authorize(req, services, [pull(name)]);
   const page = parsePagination(req, TAG_PAGE);
   const all = await services.content.tags(name);
   const { items, more } = pageOf(all, page);
-  const rows = await mapLimited(items, PAGE_CONCURRENCY, async (tag) => {
+  const rows = await mapLimited(items, PAGE_CONCURRENCY, async (tag): Promise<TagRow> => {
     try {
       const stored = await services.content.manifest(name, { tag });
       return { tag, ...(await summarize(services.content, name, stored)), pushed: await pushedAt(state, name, stored.digest) };
@@ -116,7 +117,7 @@ async function tags(req: FastifyRequest, services: Services, state: RegistryStat
  * GET /ui/api/repositories/<name>/manifests/<tag or digest>: the manifest, its summary, its image
  * config, its children (an index), its referrers and the tags that name it.
  */
-async function manifest(req: FastifyRequest, services: Services, state: RegistryState, name: string, reference: string): Promise<unknown> {
+async function manifest(req: FastifyRequest, services: Services, state: RegistryState, name: string, reference: string): Promise<ManifestDetail> {
   const ref: Reference = isDigest(reference) || reference.includes(':') ? { digest: parseDigest(reference) } : { tag: checkTag(reference) };
   await authorize(req, services, [pull(name)]);
   const stored = await services.content.manifest(name, ref);
@@ -128,7 +129,7 @@ async function manifest(req: FastifyRequest, services: Services, state: Registry
     tagsNaming(services, name, stored.digest),
     pushedAt(state, name, stored.digest),
   ]);
-  let children: (Summary | { digest: string; error: string })[] | undefined;
+  let children: ManifestDetail['children'];
   if (isIndex(doc)) {
     children = await mapLimited(doc.manifests!, PAGE_CONCURRENCY, async (child) => {
       try {
@@ -148,7 +149,8 @@ async function manifest(req: FastifyRequest, services: Services, state: Registry
     bytes: stored.content.length,
     manifest: doc,
     summary,
-    config,
+    // shown field by field; a config that lacks one shows it as absent
+    config: config as ImageConfig | undefined,
     children,
     referrers,
     tags: taggedAs,
@@ -162,7 +164,7 @@ async function manifest(req: FastifyRequest, services: Services, state: Registry
  * with htpasswd, with tokens those granted the catalog). Failing checks are named, not explained
  * (their reasons may hold paths and addresses; /debug/health has them).
  */
-async function registry(req: FastifyRequest, services: Services, state: RegistryState): Promise<unknown> {
+async function registry(req: FastifyRequest, services: Services, state: RegistryState): Promise<RegistryAbout> {
   await authorize(req, services, [CATALOG_ACCESS]);
   const failing = (await state.health?.()) ?? {};
   return { ...state.about, healthy: Object.keys(failing).length === 0, failing: Object.keys(failing), notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {} };

@@ -4,6 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
+import type { PageSettings } from './wire.js';
 
 // two folders below the checkout both as src/ui/ and as dist/ui/
 export const ASSETS_DIR = new URL('../../dist/ui-assets/', import.meta.url);
@@ -39,18 +40,6 @@ export async function loadAssets(): Promise<{ manifest: AssetManifest; files: Ma
     files.set(file, { body, gzipped: gzipSync(body, { level: 9 }), type });
   }
   return { manifest, files };
-}
-
-/** what the page tells the browser code: where the API is and what the registry allows */
-export interface PageSettings {
-  /** http.prefix ('' or '/path') */
-  prefix: string;
-  /** http.host's host[:port] for pull commands; undefined: the address bar's */
-  host?: string;
-  auth: 'none' | 'htpasswd' | 'token';
-  deletes: boolean;
-  readOnly: boolean;
-  version: string;
 }
 
 /** the page: no inline script (the settings are a JSON data block, which a CSP does not run) */

@@ -8,7 +8,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Pages } from '../http/context.js';
 import { RegistryError } from '../registry/errors.js';
 import { serveAPI, type RegistryState } from './api.js';
-import { indexPage, type loadAssets, type PageSettings } from './assets.js';
+import { indexPage, type loadAssets } from './assets.js';
+import type { PageSettings } from './wire.js';
 
 /** no inline script or style, nothing from elsewhere, never inside a frame */
 export const CONTENT_SECURITY_POLICY = [

@@ -7,45 +7,12 @@ import type { Readable } from 'node:stream';
 import { isDigest, type Digest } from '../registry/digest.js';
 import type { ContentSource } from '../registry/content.js';
 import { mapLimited } from '../registry/pool.js';
+import type { ManifestDoc, Summary } from './wire.js';
 
 /** manifest reads one summary keeps in flight (a page of tags multiplies it by its own) */
 export const CHILD_CONCURRENCY = 4;
 /** image configs above this are not read for their `created` (real ones are a few KiB) */
 export const CONFIG_LIMIT = 1024 * 1024;
-
-export interface Descriptor {
-  mediaType?: string;
-  digest: string;
-  size?: number;
-  artifactType?: string;
-  platform?: { os?: string; architecture?: string; variant?: string };
-  annotations?: Record<string, string>;
-}
-
-/** the fields of the manifest formats the interface reads (schema1's fsLayers and history too) */
-export interface ManifestDoc {
-  mediaType?: string;
-  artifactType?: string;
-  config?: Descriptor;
-  layers?: Descriptor[];
-  manifests?: Descriptor[];
-  subject?: Descriptor;
-  fsLayers?: { blobSum: string }[];
-  architecture?: string;
-  history?: { v1Compatibility?: string }[];
-}
-
-export interface Summary {
-  digest: string;
-  mediaType: string;
-  /** bytes of config and layers (an index: of every child); undefined when a part cannot be read */
-  size?: number;
-  /** os/architecture[/variant] of the image, or of each child of an index */
-  platforms: string[];
-  /** the image config's `created` (an index: its newest child's) */
-  created?: string;
-  artifactType?: string;
-}
 
 export const isIndex = (doc: ManifestDoc): boolean => Array.isArray(doc.manifests);
 

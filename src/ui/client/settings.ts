@@ -1,14 +1,7 @@
-/** what the server wrote into the page (src/ui/assets.ts PageSettings) */
-export interface Settings {
-  prefix: string;
-  host?: string;
-  auth: 'none' | 'htpasswd' | 'token';
-  deletes: boolean;
-  readOnly: boolean;
-  version: string;
-}
+/** what the server wrote into the page (src/ui/assets.ts) */
+import type { PageSettings } from '../wire';
 
-export const settings: Settings = JSON.parse(document.getElementById('berth-settings')?.textContent ?? '{}') as Settings;
+export const settings: PageSettings = JSON.parse(document.getElementById('berth-settings')?.textContent ?? '{}') as PageSettings;
 
 /** host[:port] clients pull from: http.host when set, else the address bar's */
 export const registryHost = (): string => settings.host ?? location.host;

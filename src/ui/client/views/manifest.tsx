@@ -8,44 +8,7 @@ import { errorOf, getJSON, request } from '../api';
 import { Copyable, Digest, formatSize, kindOf, Link, Problem, Status, Time, useLoad } from '../components';
 import { href, manifestHref, navigate, repositoryHref } from '../router';
 import { registryHost, settings } from '../settings';
-
-interface Descriptor {
-  mediaType?: string;
-  digest: string;
-  size?: number;
-  artifactType?: string;
-  platform?: { os?: string; architecture?: string; variant?: string };
-  annotations?: Record<string, string>;
-}
-
-interface Summary {
-  digest: string;
-  mediaType: string;
-  size?: number;
-  platforms: string[];
-  created?: string;
-  artifactType?: string;
-  error?: string;
-}
-
-interface Detail {
-  name: string;
-  digest: string;
-  mediaType: string;
-  bytes: number;
-  manifest: { config?: Descriptor; layers?: Descriptor[]; manifests?: Descriptor[]; subject?: Descriptor; fsLayers?: { blobSum: string }[]; annotations?: Record<string, string>; artifactType?: string };
-  summary: Summary;
-  config?: {
-    created?: string;
-    author?: string;
-    config?: { Entrypoint?: string[]; Cmd?: string[]; Env?: string[]; WorkingDir?: string; User?: string; Labels?: Record<string, string>; ExposedPorts?: Record<string, unknown> };
-    history?: { created?: string; created_by?: string; empty_layer?: boolean; comment?: string }[];
-  };
-  children?: Summary[];
-  referrers: Descriptor[];
-  tags: { tags: string[]; scanned: number; total: number };
-  pushed?: string;
-}
+import type { Descriptor, ImageConfig, ManifestDetail as Detail, Summary, Unreadable } from '../../wire';
 
 const isDigestRef = (reference: string) => reference.includes(':');
 
@@ -126,7 +89,7 @@ function PullCommands({ name, reference, digest }: { name: string; reference: st
   );
 }
 
-function Platforms({ name, children }: { name: string; children: Summary[] }) {
+function Platforms({ name, children }: { name: string; children: (Summary | Unreadable)[] }) {
   return (
     <section aria-labelledby="platforms">
       <h2 id="platforms">Platforms</h2>
@@ -135,14 +98,22 @@ function Platforms({ name, children }: { name: string; children: Summary[] }) {
           <tr><th scope="col">Platform</th><th scope="col">Manifest</th><th scope="col" class="num">Size</th><th scope="col">Created</th></tr>
         </thead>
         <tbody>
-          {children.map((c) => (
-            <tr key={c.digest}>
-              <td>{c.platforms?.join(', ') || kindOf(c.mediaType ?? '', c.artifactType)}</td>
-              <td><Link href={manifestHref(name, c.digest)}><Digest digest={c.digest} /></Link></td>
-              <td class="num">{c.error ? <span class="muted">{c.error}</span> : formatSize(c.size)}</td>
-              <td><Time at={c.created} /></td>
-            </tr>
-          ))}
+          {children.map((c) =>
+            'error' in c ? (
+              <tr key={c.digest}>
+                <td class="muted">unreadable</td>
+                <td><Digest digest={c.digest} /></td>
+                <td colSpan={2} class="muted">{c.error}</td>
+              </tr>
+            ) : (
+              <tr key={c.digest}>
+                <td>{c.platforms.join(', ') || kindOf(c.mediaType, c.artifactType)}</td>
+                <td><Link href={manifestHref(name, c.digest)}><Digest digest={c.digest} /></Link></td>
+                <td class="num">{formatSize(c.size)}</td>
+                <td><Time at={c.created} /></td>
+              </tr>
+            ),
+          )}
         </tbody>
       </table>
     </section>
@@ -170,7 +141,7 @@ function Layers({ layers, config }: { layers: Descriptor[]; config?: Descriptor 
   );
 }
 
-function Config({ config }: { config: NonNullable<Detail['config']> }) {
+function Config({ config }: { config: ImageConfig }) {
   const c = config.config ?? {};
   const rows: [string, string | undefined][] = [
     ['Entrypoint', c.Entrypoint?.join(' ')],

@@ -4,19 +4,7 @@
  */
 import { getJSON } from '../api';
 import { Status, useLoad } from '../components';
-
-interface About {
-  version: string;
-  driver: string;
-  readOnly: boolean;
-  deletes: boolean;
-  auth: string;
-  mirrors: { prefix: string; remoteurl: string }[];
-  healthy: boolean;
-  failing: string[];
-  notifications: { name: string; counters: Record<string, number>; statuses: Record<string, number> }[];
-  figures: Record<string, Record<string, number>>;
-}
+import type { RegistryAbout as About } from '../../wire';
 
 const yesNo = (on: boolean) => (on ? 'yes' : 'no');
 

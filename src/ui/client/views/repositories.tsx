@@ -3,11 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJSON } from '../api';
 import { Link, Status, useLoad } from '../components';
 import { href, navigate, repositoryHref } from '../router';
-
-interface Page {
-  repositories: { name: string; tags?: number }[];
-  next?: string;
-}
+import type { RepositoryPage as Page } from '../../wire';
 
 export function Repositories({ q, last }: { q: string; last?: string }) {
   const query = new URLSearchParams({ n: '50', ...(q ? { q } : {}), ...(last ? { last } : {}) });

@@ -2,28 +2,10 @@
 import { getJSON } from '../api';
 import { Digest, formatSize, kindOf, Link, Status, Time, useLoad } from '../components';
 import { href, manifestHref, repositoryHref } from '../router';
-
-export interface TagRow {
-  tag: string;
-  digest?: string;
-  mediaType?: string;
-  artifactType?: string;
-  size?: number;
-  platforms?: string[];
-  created?: string;
-  pushed?: string;
-  error?: string;
-}
-
-interface Page {
-  name: string;
-  total: number;
-  tags: TagRow[];
-  next?: string;
-}
+import type { Summary, TagPage as Page, TagRow } from '../../wire';
 
 /** `wide`: left out on a phone (the manifest's page has them) */
-const COLUMNS: { key: keyof TagRow; label: string; num?: boolean; wide?: boolean }[] = [
+const COLUMNS: { key: keyof Summary | 'tag' | 'pushed'; label: string; num?: boolean; wide?: boolean }[] = [
   { key: 'tag', label: 'Tag' },
   { key: 'digest', label: 'Digest', wide: true },
   { key: 'mediaType', label: 'Kind' },
@@ -35,8 +17,10 @@ const COLUMNS: { key: keyof TagRow; label: string; num?: boolean; wide?: boolean
 
 function sorted(rows: TagRow[], sort: string | undefined, desc: boolean): TagRow[] {
   if (!sort) return rows;
-  const key = sort as keyof TagRow;
-  const value = (r: TagRow) => (Array.isArray(r[key]) ? (r[key] as string[]).join(',') : r[key]);
+  const value = (r: TagRow) => {
+    const v = (r as unknown as Record<string, unknown>)[sort];
+    return Array.isArray(v) ? v.join(',') : (v as string | number | undefined);
+  };
   return [...rows].sort((a, b) => {
     const x = value(a);
     const y = value(b);
@@ -78,14 +62,14 @@ export function Repository({ name, last, sort, desc }: { name: string; last?: st
                     {sorted(page.tags, sort, desc).map((t) => (
                       <tr key={t.tag}>
                         <td><Link href={manifestHref(name, t.tag)}>{t.tag}</Link></td>
-                        {t.error ? (
+                        {'error' in t ? (
                           <td colSpan={6} class="muted">{t.error}</td>
                         ) : (
                           <>
-                            <td class="wide"><Link href={manifestHref(name, t.digest!)}><Digest digest={t.digest!} /></Link></td>
-                            <td title={t.mediaType}>{kindOf(t.mediaType!, t.artifactType)}</td>
+                            <td class="wide"><Link href={manifestHref(name, t.digest)}><Digest digest={t.digest} /></Link></td>
+                            <td title={t.mediaType}>{kindOf(t.mediaType, t.artifactType)}</td>
                             <td class="num">{formatSize(t.size)}</td>
-                            <td>{t.platforms?.join(', ') || '–'}</td>
+                            <td>{t.platforms.join(', ') || '–'}</td>
                             <td class="wide"><Time at={t.created} /></td>
                             <td class="wide"><Time at={t.pushed} /></td>
                           </>
