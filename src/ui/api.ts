@@ -118,8 +118,8 @@ async function tags(req: FastifyRequest, services: Services, state: RegistryStat
  * config, its children (an index), its referrers and the tags that name it.
  */
 async function manifest(req: FastifyRequest, services: Services, state: RegistryState, name: string, reference: string): Promise<ManifestDetail> {
-  const ref: Reference = isDigest(reference) || reference.includes(':') ? { digest: parseDigest(reference) } : { tag: checkTag(reference) };
-  await authorize(req, services, [pull(name)]);
+  const ref: Reference = reference.includes(':') ? { digest: parseDigest(reference) } : { tag: checkTag(reference) };
+  const grant = await authorize(req, services, [pull(name)]);
   const stored = await services.content.manifest(name, ref);
   const doc = parseManifest(stored.content);
   const [summary, config, referrers, taggedAs, pushed] = await Promise.all([
@@ -155,6 +155,8 @@ async function manifest(req: FastifyRequest, services: Services, state: Registry
     referrers,
     tags: taggedAs,
     pushed,
+    // a token names only what it was asked for (pull): the browser learns about delete by trying
+    mayDelete: grant.allows({ type: 'repository', name, action: 'delete' }),
   };
 }
 

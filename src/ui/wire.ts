@@ -96,6 +96,8 @@ export interface ManifestDetail {
   /** the tags naming this digest, among the first `scanned` of `total` */
   tags: { tags: string[]; scanned: number; total: number };
   pushed?: string;
+  /** the caller's grant allows deleting it (with token auth only what the token holds: pull) */
+  mayDelete: boolean;
 }
 
 /** GET /ui/api/registry */

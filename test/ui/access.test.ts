@@ -83,12 +83,22 @@ describe('web interface: access', needBrowser(), () => {
 
       await page.goto(`${registry.url}/ui/repositories/team/api`);
       assert.deepEqual(await listed(page), ['latest']);
+      // a reader may not delete: no delete is offered
+      await page.goto(`${registry.url}/ui/repositories/team/api/manifests/latest`);
+      await page.locator('#layers').waitFor();
+      assert.equal(await page.locator('#delete').count(), 0);
     });
 
-    it('the admin sees every repository', async () => {
+    it('the admin sees every repository, and is offered delete where auth.access lets them delete', async () => {
       const { page } = await openPage(browser, { httpCredentials: { username: 'admin', password: USERS.admin } });
       await page.goto(`${registry.url}/ui/`);
       assert.deepEqual(await listed(page), NAMES);
+      await page.goto(`${registry.url}/ui/repositories/secret/keys/manifests/latest`);
+      await page.getByRole('button', { name: 'Delete this manifest…' }).waitFor();
+      // team/* has its own rule (pull for everyone), which decides alone
+      await page.goto(`${registry.url}/ui/repositories/team/api/manifests/latest`);
+      await page.locator('#layers').waitFor();
+      assert.equal(await page.locator('#delete').count(), 0);
     });
   });
 

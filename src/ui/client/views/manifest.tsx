@@ -65,7 +65,7 @@ function Details({ detail: d, reference }: { detail: Detail; reference: string }
         <summary>Manifest JSON</summary>
         <pre class="json">{JSON.stringify(d.manifest, null, 2)}</pre>
       </details>
-      {settings.deletes && !settings.readOnly && <Delete detail={d} />}
+      {settings.deletes && !settings.readOnly && (d.mayDelete || settings.auth === 'token') && <Delete detail={d} />}
     </>
   );
 }
