@@ -140,6 +140,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       health: monitor,
       readiness: running.readiness,
       auth,
+      pages: enabled.find((parts) => parts.pages)?.pages,
     },
     logger,
     tls,

@@ -118,7 +118,11 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
           detail: toScopes(missing).map((s) => ({ Type: s.type, Name: s.name, Action: s.actions.join(',') })),
         });
       }
-      return { user: grant.user, allows: (r) => grant.allows(r), lists: () => true };
+      // what the catalog and the web interface list: everything with the catalog scope; else the
+      // repositories the token may pull and, with the built-in issuer, those auth.access lets its user pull
+      const pulls = (name: string): AccessRequest => ({ type: 'repository', name, action: 'pull' });
+      const lists = (name: string) => grant.allows(CATALOG_ACCESS) || grant.allows(pulls(name)) || (issuer !== undefined && policy.allows(grant.user, pulls(name)));
+      return { user: grant.user, allows: (r) => grant.allows(r), lists };
     };
   } else if (htpasswd) {
     const realm = auth!.htpasswd!.realm;

@@ -400,6 +400,9 @@ const middleware = z
 
 const catalog = z.strictObject({ maxentries: int(1).default(1000) }).prefault({});
 
+/** berth's own: the web interface under /ui/ on the main port (docs/configuration.md "Web interface") */
+const ui = z.strictObject({ enabled: bool.default(true) }).prefault({});
+
 /**
  * Distribution's compatibility.schema1: `enabled` says whether first-generation (signed) manifests
  * may be pushed. berth accepts them unless told otherwise, where Distribution 2.8 refuses them:
@@ -652,6 +655,7 @@ export const configSchema = z.strictObject({
   health: health.optional(),
   proxy: proxy.optional(),
   middleware,
+  ui,
 })
   .refine((c) => c.http.workers === 1 || c.ratelimit === undefined || c.redis !== undefined, {
     message: 'with several workers each would keep its own buckets, allowing workers × rate: set redis (the buckets are then shared), or http.workers: 1',

@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
-import type { RequestMetrics } from '../http/context.js';
+import type { Pages, RequestMetrics } from '../http/context.js';
 import type { HealthMonitor } from '../health/monitor.js';
 import type { Readiness } from '../health/readiness.js';
 import type { Notifier } from '../notifications/notifier.js';
@@ -73,6 +73,8 @@ export interface FeatureParts {
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** numbers for /debug/vars (a section each) and Prometheus (a gauge each); the same keys every time */
   figures?(): Figures;
+  /** paths of the feature's own on the main port (the web interface) */
+  pages?: Pages;
   /** health checks polled in the background: while one fails, every request answers 503 */
   health?: HealthMonitor;
   /** once the core is built, before the registry listens */

@@ -15,5 +15,6 @@ import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
 import { retentionFeature } from './retention.js';
 import { s3Feature } from './s3.js';
+import { uiFeature } from './ui.js';
 
-export const FEATURES = [s3Feature, cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, gcFeature, healthFeature, debugFeature] as const;
+export const FEATURES = [s3Feature, cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, gcFeature, healthFeature, debugFeature, uiFeature] as const;

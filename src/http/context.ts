@@ -34,6 +34,16 @@ export interface Services {
   /** the failing checks, for /readyz (a live storage probe when no health checks are configured) */
   readiness: Readiness;
   auth: Auth;
+  /** pages of a feature's own on the main port (the web interface) */
+  pages?: Pages;
+}
+
+/** a feature's own paths on the main port, outside the V2 API (the web interface under /ui/) */
+export interface Pages {
+  /** is `path` (below http.prefix) one of these pages? `/` may be, for some requests */
+  owns(req: FastifyRequest, path: string): boolean;
+  /** answers a request `owns` claimed, after the health gate and the address rate limit */
+  serve(req: FastifyRequest, reply: FastifyReply, path: string, services: Services): Promise<unknown>;
 }
 
 export interface RequestMetrics {

@@ -12,7 +12,7 @@ import { accessLogFields, exchangeBytes, noteError } from './access-log.js';
 import { sendError } from './errors.js';
 import { queryValue, setAsideUnparsableContentType } from './body.js';
 import { isRepositoryName } from '../registry/names.js';
-import { setGrant } from './grants.js';
+import { authorizeRequest, limit } from './authorize.js';
 import { serveTokenRequest } from './handlers/token.js';
 import { getBase } from './handlers/base.js';
 import { getCatalog } from './handlers/catalog.js';
@@ -107,10 +107,12 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {
   const rawPath = req.url.split('?')[0];
   const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
-  if ((req.method === 'GET' || req.method === 'HEAD') && isProbe(rawPath)) return serveProbe(rawPath, reply, services);
+  const page = services.pages?.owns(req, path) === true;
+  if (!page && (req.method === 'GET' || req.method === 'HEAD') && isProbe(rawPath)) return serveProbe(rawPath, reply, services);
   refuseWhileUnhealthy(services);
   const { auth } = services;
   if (auth.limiter && auth.limitBy === 'ip') await limit(auth, req.ip);
+  if (page) return services.pages!.serve(req, reply, path, services);
   if (auth.issuer && path === auth.issuerPath) {
     // the token endpoint checks passwords: limited by address in either mode
     if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
@@ -126,24 +128,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
     reply.header('allow', METHODS[route.kind].join(', '));
     throw new RegistryError('UNSUPPORTED', `${req.method} is not supported on this resource; allowed: ${METHODS[route.kind].join(', ')}`);
   }
-  let grant;
-  try {
-    grant = await auth.authorize({
-      needed: requiredAccess(route, req.method),
-      authorization: req.headers.authorization,
-      address: req.ip,
-      mountFrom: route.kind === 'uploads' ? mountSource(req) : undefined,
-      protocol: req.protocol,
-      host: req.host,
-    });
-  } catch (err) {
-    // by user: a request that did not authenticate still draws from its address's bucket, so
-    // password guessing is limited too
-    if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
-    throw err;
-  }
-  if (auth.limiter && auth.limitBy === 'user') await limit(auth, grant.user !== undefined ? `user:${grant.user}` : `ip:${req.ip}`);
-  setGrant(req, grant);
+  await authorizeRequest(req, auth, requiredAccess(route, req.method), route.kind === 'uploads' ? mountSource(req) : undefined);
   return handler(req, reply, route, services);
 }
 
@@ -163,16 +148,6 @@ function inNamespace(route: Route | undefined, req: FastifyRequest, services: Se
 function mountSource(req: FastifyRequest): string | undefined {
   const from = queryValue(req, 'from');
   return from !== undefined && queryValue(req, 'mount') !== undefined && isRepositoryName(from) ? from : undefined;
-}
-
-/** one token from the client's bucket, or 429 with Retry-After */
-async function limit(auth: Services['auth'], key: string): Promise<void> {
-  const verdict = await auth.limiter!.take(key);
-  if (!verdict.allowed) {
-    throw new RegistryError('TOOMANYREQUESTS', `too many requests: try again in ${verdict.retryAfterSeconds}s`, {
-      headers: { 'retry-after': String(verdict.retryAfterSeconds) },
-    });
-  }
 }
 
 function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -1,0 +1,186 @@
+/**
+ * Read-only helpers of the web interface under /ui/api/, for what the V2 API lacks (a searchable
+ * catalog with tag counts, tags with sizes and platforms, a manifest with its config, children and
+ * referrers in one answer). Each asks the registry's own authorization first, for the same access
+ * the V2 API would need, so a user sees here only what they may pull.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { CATALOG_ACCESS, type AccessRequest } from '../auth/access.js';
+import type { CallerGrant } from '../auth/index.js';
+import type { Services } from '../http/context.js';
+import { authorizeRequest } from '../http/authorize.js';
+import { clientGone } from '../http/client-gone.js';
+import { queryValue } from '../http/body.js';
+import { pageOf, parsePagination } from '../http/pagination.js';
+import { isDigest, parseDigest } from '../registry/digest.js';
+import { RegistryError } from '../registry/errors.js';
+import type { Reference } from '../registry/manifest-store.js';
+import { checkRepositoryName, checkTag } from '../registry/names.js';
+import { mapLimited } from '../registry/pool.js';
+import { readRevisionMeta } from '../registry/revision-meta.js';
+import type { StorageDriver } from '../storage/driver.js';
+import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
+import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, TagPage, TagRow } from './wire.js';
+
+/** what the registry page shows beyond the settings (attach() of the feature fills it in) */
+export interface RegistryState {
+  driver?: StorageDriver;
+  /** the notification endpoints: name, queue and delivery counters, answers by status (no URL or headers) */
+  notifications?(): RegistryAbout['notifications'];
+  /** every feature's figures (gc, proxy, ...), as /debug/vars has them */
+  figures?(): Record<string, Record<string, number>>;
+  /** the failing health checks by name (empty: ready) */
+  health?(): Promise<Record<string, string>>;
+  /** version, storage driver, modes */
+  about: Omit<RegistryAbout, 'healthy' | 'failing' | 'notifications' | 'figures'>;
+}
+
+/** repositories one page of the list may hold */
+const REPOSITORY_PAGE = { defaultN: 50, max: 200 };
+/** tags one page may hold: each costs a manifest read and a config read */
+const TAG_PAGE = { defaultN: 25, max: 100 };
+/** catalog entries read at a time while searching */
+const CATALOG_CHUNK = 500;
+/** tags looked at for "which tags name this digest" (a delete's confirmation) */
+const TAG_SCAN_LIMIT = 1000;
+const PAGE_CONCURRENCY = 4;
+
+const ROUTES: [RegExp, (m: RegExpExecArray, req: FastifyRequest, services: Services, state: RegistryState, reply: FastifyReply) => Promise<unknown>][] = [
+  [/^\/ui\/api\/repositories$/, (_m, req, services, _state, reply) => repositories(req, services, clientGone(reply))],
+  [/^\/ui\/api\/repositories\/(.+)\/tags$/, (m, req, services, state) => tags(req, services, state, checkRepositoryName(m[1]))],
+  [/^\/ui\/api\/repositories\/(.+)\/manifests\/([^/]+)$/, (m, req, services, state) => manifest(req, services, state, checkRepositoryName(m[1]), m[2])],
+  [/^\/ui\/api\/registry$/, (_m, req, services, state) => registry(req, services, state)],
+];
+
+export async function serveAPI(req: FastifyRequest, reply: FastifyReply, path: string, services: Services, state: RegistryState): Promise<unknown> {
+  for (const [pattern, handle] of ROUTES) {
+    const m = pattern.exec(path);
+    if (!m) continue;
+    const body = await handle(m, req, services, state, reply);
+    return reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(JSON.stringify(body));
+  }
+  throw new RegistryError('NOT_FOUND', `no web interface helper at ${path}`);
+}
+
+/** the V2 API's authorization and rate limit, for the access the V2 API would need */
+const authorize = (req: FastifyRequest, services: Services, needed: AccessRequest[]): Promise<CallerGrant> => authorizeRequest(req, services.auth, needed);
+
+const pull = (name: string): AccessRequest => ({ type: 'repository', name, action: 'pull' });
+
+/**
+ * GET /ui/api/repositories?q=&n=&last=: the repositories the caller may pull whose name holds `q`,
+ * with their tag counts. The catalog is read a chunk at a time until the page is full, so a
+ * registry of 100,000 repositories is never held in memory; a search the browser gave up on (the
+ * user typed on) stops walking.
+ */
+async function repositories(req: FastifyRequest, services: Services, gone: AbortSignal): Promise<RepositoryPage> {
+  const grant = await authorize(req, services, []);
+  const page = parsePagination(req, REPOSITORY_PAGE);
+  const q = (queryValue(req, 'q') ?? '').trim().toLowerCase();
+  const found: string[] = [];
+  let last = page.last;
+  let more = false;
+  while (page.n > 0) {
+    gone.throwIfAborted();
+    const chunk = await services.catalog.page({ n: CATALOG_CHUNK, last });
+    for (const name of chunk.repositories) if (name.includes(q) && grant.lists(name)) found.push(name);
+    if (found.length > page.n) {
+      more = true;
+      break;
+    }
+    if (!chunk.more || chunk.repositories.length === 0) break;
+    last = chunk.repositories[chunk.repositories.length - 1];
+  }
+  const names = found.slice(0, page.n);
+  const counts = await mapLimited(names, PAGE_CONCURRENCY * 2, async (name) => (await services.content.tags(name).catch(() => undefined))?.length);
+  return { repositories: names.map((name, i) => ({ name, tags: counts[i] })), next: more ? names[names.length - 1] : undefined };
+}
+
+/** GET /ui/api/repositories/<name>/tags?n=&last=: a page of tags, each with its manifest's summary */
+async function tags(req: FastifyRequest, services: Services, state: RegistryState, name: string): Promise<TagPage> {
+  await authorize(req, services, [pull(name)]);
+  const page = parsePagination(req, TAG_PAGE);
+  const all = await services.content.tags(name);
+  const { items, more } = pageOf(all, page);
+  const rows = await mapLimited(items, PAGE_CONCURRENCY, async (tag): Promise<TagRow> => {
+    try {
+      const stored = await services.content.manifest(name, { tag });
+      return { tag, ...(await summarize(services.content, name, stored)), pushed: await pushedAt(state, name, stored.digest) };
+    } catch (err) {
+      return { tag, error: (err as Error).message };
+    }
+  });
+  return { name, total: all.length, tags: rows, next: more ? items[items.length - 1] : undefined };
+}
+
+/**
+ * GET /ui/api/repositories/<name>/manifests/<tag or digest>: the manifest, its summary, its image
+ * config, its children (an index), its referrers and the tags that name it.
+ */
+async function manifest(req: FastifyRequest, services: Services, state: RegistryState, name: string, reference: string): Promise<ManifestDetail> {
+  const ref: Reference = reference.includes(':') ? { digest: parseDigest(reference) } : { tag: checkTag(reference) };
+  const grant = await authorize(req, services, [pull(name)]);
+  const stored = await services.content.manifest(name, ref);
+  const doc = parseManifest(stored.content);
+  const [summary, config, referrers, taggedAs, pushed] = await Promise.all([
+    summarize(services.content, name, stored),
+    readConfig(services.content, name, doc),
+    services.manifests.referrers(name, stored.digest).catch(() => []),
+    tagsNaming(services, name, stored.digest),
+    pushedAt(state, name, stored.digest),
+  ]);
+  let children: ManifestDetail['children'];
+  if (isIndex(doc)) {
+    children = await mapLimited(doc.manifests!, PAGE_CONCURRENCY, async (child) => {
+      try {
+        const summary = await summarize(services.content, name, await services.content.manifest(name, { digest: parseDigest(child.digest) }));
+        // the platform the index names for the child, which a config-less child lacks
+        const named = platformName(child.platform);
+        return named ? { ...summary, platforms: [named] } : summary;
+      } catch (err) {
+        return { digest: child.digest, error: (err as Error).message };
+      }
+    });
+  }
+  return {
+    name,
+    digest: stored.digest,
+    mediaType: stored.mediaType,
+    bytes: stored.content.length,
+    manifest: doc,
+    summary,
+    // shown field by field; a config that lacks one shows it as absent
+    config: config as ImageConfig | undefined,
+    children,
+    referrers,
+    tags: taggedAs,
+    pushed,
+    // a token names only what it was asked for (pull): the browser learns about delete by trying
+    mayDelete: grant.allows({ type: 'repository', name, action: 'delete' }),
+  };
+}
+
+/**
+ * GET /ui/api/registry: version, storage, modes, health and the figures the registry keeps, for
+ * those who may read the catalog (registry:catalog:*: everyone without auth, any signed-in user
+ * with htpasswd, with tokens those granted the catalog). Failing checks are named, not explained
+ * (their reasons may hold paths and addresses; /debug/health has them).
+ */
+async function registry(req: FastifyRequest, services: Services, state: RegistryState): Promise<RegistryAbout> {
+  await authorize(req, services, [CATALOG_ACCESS]);
+  const failing = (await state.health?.()) ?? {};
+  return { ...state.about, healthy: Object.keys(failing).length === 0, failing: Object.keys(failing), notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {} };
+}
+
+/** the tags (of the first TAG_SCAN_LIMIT) that name `digest` */
+async function tagsNaming(services: Services, name: string, digest: string): Promise<{ tags: string[]; scanned: number; total: number }> {
+  const all = await services.content.tags(name).catch(() => [] as readonly string[]);
+  const scanned = all.slice(0, TAG_SCAN_LIMIT);
+  const resolved = await mapLimited(scanned, PAGE_CONCURRENCY * 2, (tag) => services.tags.resolve(name, tag).catch(() => undefined));
+  return { tags: scanned.filter((_, i) => resolved[i] === digest), scanned: scanned.length, total: all.length };
+}
+
+async function pushedAt(state: RegistryState, name: string, digest: string): Promise<string | undefined> {
+  if (!state.driver || !isDigest(digest)) return undefined;
+  return (await readRevisionMeta(state.driver, name, digest).catch(() => undefined))?.pushed;
+}

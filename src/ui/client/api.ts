@@ -1,0 +1,130 @@
+/**
+ * Requests to the registry from the browser. With htpasswd the browser answers the Basic challenge
+ * itself (its own login dialog). With token auth, a 401's Bearer challenge names the realm and the
+ * scope: a token for it comes from the issuer with the refresh token of the login (kept in
+ * sessionStorage, never the password), or anonymously before any login, and the request is sent again.
+ * Token requests omit credentials: the issuer's 401 for a wrong password carries a Basic challenge,
+ * and the browser's own login dialog must not open over the form.
+ */
+import { settings } from './settings';
+
+const REFRESH = 'berth.refresh';
+const USER = 'berth.user';
+
+interface Challenge {
+  realm: string;
+  service?: string;
+  scope?: string;
+}
+
+/** the last Bearer challenge seen: where the login form asks for a token */
+let lastChallenge: Challenge | undefined;
+/** access tokens by the scope they were asked for ('' for none) */
+const tokens = new Map<string, string>();
+
+export class APIError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+export const signedInUser = (): string | undefined => sessionStorage.getItem(USER) ?? undefined;
+
+/**
+ * `path` below the prefix (`/v2/...`, `/ui/api/...`); `scope` is what the registry will ask for
+ * (repository:NAME:pull, ...), so a token held for it is sent at once.
+ */
+export async function request(path: string, init: RequestInit = {}, scope = ''): Promise<Response> {
+  const url = settings.prefix + path;
+  const send = (token?: string) =>
+    fetch(url, { ...init, credentials: settings.auth === 'token' ? 'omit' : 'same-origin', headers: { ...(init.headers as Record<string, string>), ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+  let res = await send(tokens.get(scope));
+  if (res.status === 401 && settings.auth === 'token') {
+    const challenge = parseBearer(res.headers.get('www-authenticate'));
+    if (challenge) {
+      lastChallenge = challenge;
+      const token = await fetchToken(challenge);
+      if (token) {
+        tokens.set(scope, token);
+        res = await send(token);
+      }
+    }
+  }
+  return res;
+}
+
+/** GET of a JSON document; errors become APIError with the registry's message */
+export async function getJSON<T>(path: string, scope = '', signal?: AbortSignal): Promise<T> {
+  const res = await request(path, { headers: { accept: 'application/json' }, signal }, scope);
+  if (!res.ok) throw await errorOf(res);
+  return (await res.json()) as T;
+}
+
+export async function errorOf(res: Response): Promise<APIError> {
+  let message = `${res.status} ${res.statusText}`;
+  let code: string | undefined;
+  try {
+    const body = (await res.json()) as { errors?: { code: string; message: string }[] };
+    if (body.errors?.[0]) ({ code, message } = body.errors[0]);
+  } catch {
+    // not the registry's JSON error body
+  }
+  return new APIError(res.status, message, code);
+}
+
+function parseBearer(header: string | null): Challenge | undefined {
+  if (!header || !/^Bearer\s/i.test(header)) return undefined;
+  const params = Object.fromEntries([...header.slice(7).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+  return params.realm ? { realm: params.realm, service: params.service, scope: params.scope } : undefined;
+}
+
+async function fetchToken(challenge: Challenge): Promise<string | undefined> {
+  const refresh = sessionStorage.getItem(REFRESH);
+  let res: Response | undefined;
+  if (refresh) {
+    res = await fetch(challenge.realm, { method: 'POST', credentials: 'omit', body: form({ grant_type: 'refresh_token', refresh_token: refresh, service: challenge.service, scope: challenge.scope }) });
+    if (res.status === 401) signOut(); // expired or its user is gone: anonymous from now on
+  }
+  if (!res?.ok) {
+    const query = new URLSearchParams();
+    if (challenge.service) query.set('service', challenge.service);
+    if (challenge.scope) query.set('scope', challenge.scope);
+    res = await fetch(`${challenge.realm}?${query}`, { credentials: 'omit' });
+  }
+  if (!res.ok) return undefined;
+  return ((await res.json()) as { token?: string; access_token?: string }).access_token;
+}
+
+function form(fields: Record<string, string | undefined>): URLSearchParams {
+  const body = new URLSearchParams();
+  for (const [key, value] of Object.entries(fields)) if (value !== undefined) body.set(key, value);
+  return body;
+}
+
+/** token auth: the password grant of the issuer; keeps the refresh token for this tab's session */
+export async function signIn(username: string, password: string): Promise<void> {
+  if (!lastChallenge) await request('/ui/api/repositories?n=0'); // learns the realm
+  if (!lastChallenge) throw new APIError(0, 'the registry did not name a token issuer');
+  const res = await fetch(lastChallenge.realm, {
+    method: 'POST',
+    credentials: 'omit',
+    body: form({ grant_type: 'password', username, password, service: lastChallenge.service, access_type: 'offline', client_id: 'berth-ui' }),
+  });
+  if (res.status === 401) throw new APIError(401, 'wrong username or password');
+  if (!res.ok) throw await errorOf(res);
+  const body = (await res.json()) as { refresh_token?: string };
+  if (!body.refresh_token) throw new APIError(res.status, 'the issuer gave no refresh token');
+  tokens.clear();
+  sessionStorage.setItem(REFRESH, body.refresh_token);
+  sessionStorage.setItem(USER, username);
+}
+
+export function signOut(): void {
+  tokens.clear();
+  sessionStorage.removeItem(REFRESH);
+  sessionStorage.removeItem(USER);
+}

@@ -1,0 +1,84 @@
+/** The web interface's browser code: the frame (header, navigation) and the view the URL names. */
+import { render } from 'preact';
+import { useEffect } from 'preact/hooks';
+import { signedInUser, signOut } from './api';
+import { Link } from './components';
+import { href, navigate, useView, type View } from './router';
+import { settings } from './settings';
+import { Login } from './views/login';
+import { Manifest } from './views/manifest';
+import { Registry } from './views/registry';
+import { Repositories } from './views/repositories';
+import { Repository } from './views/repository';
+import './style.css';
+
+function Content({ view }: { view: View }) {
+  switch (view.kind) {
+    case 'repositories':
+      return <Repositories q={view.q} last={view.last} />;
+    case 'repository':
+      return <Repository name={view.name} last={view.last} sort={view.sort} desc={view.desc} />;
+    case 'manifest':
+      return <Manifest name={view.name} reference={view.reference} />;
+    case 'registry':
+      return <Registry />;
+    case 'login':
+      return <Login next={view.next} />;
+    case 'missing':
+      return (
+        <section>
+          <h1>Not found</h1>
+          <p>Nothing here at {view.path}. <Link href={href('/')}>See the repositories</Link>.</p>
+        </section>
+      );
+  }
+}
+
+function title(view: View): string {
+  switch (view.kind) {
+    case 'repository':
+      return view.name;
+    case 'manifest':
+      return `${view.name}${view.reference.includes(':') ? '@' : ':'}${view.reference}`;
+    case 'registry':
+      return 'Registry';
+    case 'login':
+      return 'Sign in';
+    default:
+      return 'Repositories';
+  }
+}
+
+function App() {
+  const view = useView();
+  useEffect(() => {
+    document.title = `${title(view)} · berth`;
+    // a new view: the keyboard and screen readers start at its heading
+    document.querySelector<HTMLElement>('main')?.focus({ preventScroll: true });
+    scrollTo(0, 0);
+  }, [view.kind, 'name' in view ? view.name : '', 'reference' in view ? view.reference : '']);
+  const user = signedInUser();
+  return (
+    <>
+      <a class="skip" href="#main">Skip to content</a>
+      <header>
+        <Link href={href('/')} class="brand">berth</Link>
+        <nav aria-label="Main">
+          <Link href={href('/')} aria-current={view.kind === 'repositories' ? 'page' : undefined}>Repositories</Link>
+          <Link href={href('/registry')} aria-current={view.kind === 'registry' ? 'page' : undefined}>Registry</Link>
+          {settings.auth === 'token' &&
+            (user ? (
+              <button type="button" class="link" onClick={() => (signOut(), navigate(href('/')))}>Sign out {user}</button>
+            ) : (
+              <Link href={href('/login')}>Sign in</Link>
+            ))}
+        </nav>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Content view={view} />
+      </main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

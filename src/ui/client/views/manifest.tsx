@@ -1,0 +1,278 @@
+/**
+ * `/ui/repositories/<name>/manifests/<tag or digest>`: what the manifest is (layers, image config,
+ * an index's platforms), what refers to it (signatures, SBOMs, attestations), how to pull it, and
+ * deleting it when the registry allows deletes.
+ */
+import { useRef, useState } from 'preact/hooks';
+import { errorOf, getJSON, request } from '../api';
+import { Copyable, Digest, formatSize, kindOf, Link, Problem, Status, Time, useLoad } from '../components';
+import { href, manifestHref, navigate, repositoryHref } from '../router';
+import { registryHost, settings } from '../settings';
+import type { Descriptor, ImageConfig, ManifestDetail as Detail, Summary, Unreadable } from '../../wire';
+
+const isDigestRef = (reference: string) => reference.includes(':');
+
+export function Manifest({ name, reference }: { name: string; reference: string }) {
+  const loaded = useLoad(`${name}@${reference}`, () => getJSON<Detail>(`/ui/api/repositories/${name}/manifests/${reference}`, `repository:${name}:pull`));
+  return (
+    <section>
+      <nav class="crumbs" aria-label="Breadcrumb">
+        <Link href={href('/')}>Repositories</Link> / <Link href={repositoryHref(name)}>{name}</Link> / <span aria-current="page">{isDigestRef(reference) ? <Digest digest={reference} /> : reference}</span>
+      </nav>
+      <Status loaded={loaded}>{(d) => <Details detail={d} reference={reference} />}</Status>
+    </section>
+  );
+}
+
+function Details({ detail: d, reference }: { detail: Detail; reference: string }) {
+  const kind = kindOf(d.mediaType, d.manifest.artifactType ?? d.summary.artifactType);
+  return (
+    <>
+      <h1>
+        {d.name}
+        {isDigestRef(reference) ? '@' : ':'}
+        {isDigestRef(reference) ? <Digest digest={reference} /> : reference}
+      </h1>
+      <dl class="facts">
+        <dt>Digest</dt>
+        <dd><code class="wrap">{d.digest}</code></dd>
+        <dt>Kind</dt>
+        <dd>{kind} <span class="muted">({d.mediaType}{d.manifest.artifactType ? `, ${d.manifest.artifactType}` : ''})</span></dd>
+        <dt>Size</dt>
+        <dd>{formatSize(d.summary.size)} <span class="muted">(manifest {formatSize(d.bytes)})</span></dd>
+        <dt>Platforms</dt>
+        <dd>{d.summary.platforms.join(', ') || '–'}</dd>
+        <dt>Created</dt>
+        <dd><Time at={d.summary.created} /></dd>
+        <dt>Pushed</dt>
+        <dd><Time at={d.pushed} /></dd>
+        <dt>Tags</dt>
+        <dd>{d.tags.tags.length ? d.tags.tags.map((t) => <Link class="tag" href={manifestHref(d.name, t)}>{t}</Link>) : <span class="muted">none</span>}</dd>
+        {d.manifest.subject && (
+          <>
+            <dt>Refers to</dt>
+            <dd><Link href={manifestHref(d.name, d.manifest.subject.digest)}><Digest digest={d.manifest.subject.digest} /></Link></dd>
+          </>
+        )}
+      </dl>
+      <PullCommands name={d.name} reference={reference} digest={d.digest} />
+      {d.children && <Platforms name={d.name} children={d.children} />}
+      {d.manifest.layers && <Layers layers={d.manifest.layers} config={d.manifest.config} />}
+      {d.config && <Config config={d.config} />}
+      <Referrers name={d.name} referrers={d.referrers} />
+      {d.manifest.annotations && <Annotations annotations={d.manifest.annotations} />}
+      <details>
+        <summary>Manifest JSON</summary>
+        <pre class="json">{JSON.stringify(d.manifest, null, 2)}</pre>
+      </details>
+      {settings.deletes && !settings.readOnly && (d.mayDelete || settings.auth === 'token') && <Delete detail={d} />}
+    </>
+  );
+}
+
+function PullCommands({ name, reference, digest }: { name: string; reference: string; digest: string }) {
+  const host = registryHost();
+  const refs = [...(isDigestRef(reference) ? [] : [`${host}/${name}:${reference}`]), `${host}/${name}@${digest}`];
+  return (
+    <section aria-labelledby="pull">
+      <h2 id="pull">Pull</h2>
+      {refs.map((ref, i) => (
+        <div class="commands" key={ref}>
+          <h3>{i === 0 && refs.length > 1 ? 'By tag' : 'By digest'}</h3>
+          <Copyable label={`docker-${i}`} text={`docker pull ${ref}`} />
+          <Copyable label={`podman-${i}`} text={`podman pull ${ref}`} />
+          <Copyable label={`skopeo-${i}`} text={`skopeo copy docker://${ref} oci:${name.split('/').pop()}`} />
+          <Copyable label={`crane-${i}`} text={`crane pull ${ref} ${name.split('/').pop()}.tar`} />
+        </div>
+      ))}
+    </section>
+  );
+}
+
+function Platforms({ name, children }: { name: string; children: (Summary | Unreadable)[] }) {
+  return (
+    <section aria-labelledby="platforms">
+      <h2 id="platforms">Platforms</h2>
+      <table class="list">
+        <thead>
+          <tr><th scope="col">Platform</th><th scope="col">Manifest</th><th scope="col" class="num">Size</th><th scope="col">Created</th></tr>
+        </thead>
+        <tbody>
+          {children.map((c) =>
+            'error' in c ? (
+              <tr key={c.digest}>
+                <td class="muted">unreadable</td>
+                <td><Digest digest={c.digest} /></td>
+                <td colSpan={2} class="muted">{c.error}</td>
+              </tr>
+            ) : (
+              <tr key={c.digest}>
+                <td>{c.platforms.join(', ') || kindOf(c.mediaType, c.artifactType)}</td>
+                <td><Link href={manifestHref(name, c.digest)}><Digest digest={c.digest} /></Link></td>
+                <td class="num">{formatSize(c.size)}</td>
+                <td><Time at={c.created} /></td>
+              </tr>
+            ),
+          )}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function Layers({ layers, config }: { layers: Descriptor[]; config?: Descriptor }) {
+  return (
+    <section aria-labelledby="layers">
+      <h2 id="layers">Layers</h2>
+      <table class="list">
+        <thead>
+          <tr><th scope="col" class="num">#</th><th scope="col">Digest</th><th scope="col">Media type</th><th scope="col" class="num">Size</th></tr>
+        </thead>
+        <tbody>
+          {config && (
+            <tr class="muted"><td class="num">config</td><td><Digest digest={config.digest} /></td><td>{config.mediaType}</td><td class="num">{formatSize(config.size)}</td></tr>
+          )}
+          {layers.map((l, i) => (
+            <tr key={`${i}-${l.digest}`}><td class="num">{i + 1}</td><td><Digest digest={l.digest} /></td><td>{l.mediaType}</td><td class="num">{formatSize(l.size)}</td></tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function Config({ config }: { config: ImageConfig }) {
+  const c = config.config ?? {};
+  const rows: [string, string | undefined][] = [
+    ['Entrypoint', c.Entrypoint?.join(' ')],
+    ['Cmd', c.Cmd?.join(' ')],
+    ['Working directory', c.WorkingDir],
+    ['User', c.User],
+    ['Ports', c.ExposedPorts ? Object.keys(c.ExposedPorts).join(', ') : undefined],
+    ['Author', config.author],
+  ];
+  return (
+    <section aria-labelledby="config">
+      <h2 id="config">Image config</h2>
+      <dl class="facts">
+        {rows.filter(([, v]) => v).map(([k, v]) => (
+          <>
+            <dt>{k}</dt>
+            <dd><code class="wrap">{v}</code></dd>
+          </>
+        ))}
+      </dl>
+      {c.Env && c.Env.length > 0 && (
+        <>
+          <h3>Environment</h3>
+          <ul class="plain">{c.Env.map((e) => <li><code class="wrap">{e}</code></li>)}</ul>
+        </>
+      )}
+      {c.Labels && Object.keys(c.Labels).length > 0 && (
+        <>
+          <h3>Labels</h3>
+          <Annotations annotations={c.Labels} bare />
+        </>
+      )}
+      {config.history && config.history.length > 0 && (
+        <details>
+          <summary>History ({config.history.length} steps)</summary>
+          <ol class="history">
+            {config.history.map((h) => (
+              <li class={h.empty_layer ? 'muted' : ''}><Time at={h.created} /> <code class="wrap">{h.created_by ?? h.comment ?? ''}</code></li>
+            ))}
+          </ol>
+        </details>
+      )}
+    </section>
+  );
+}
+
+function Annotations({ annotations, bare }: { annotations: Record<string, string>; bare?: boolean }) {
+  const list = (
+    <dl class="facts">
+      {Object.entries(annotations).map(([k, v]) => (
+        <>
+          <dt><code>{k}</code></dt>
+          <dd class="wrap">{v}</dd>
+        </>
+      ))}
+    </dl>
+  );
+  if (bare) return list;
+  return (
+    <section aria-labelledby="annotations">
+      <h2 id="annotations">Annotations</h2>
+      {list}
+    </section>
+  );
+}
+
+function Referrers({ name, referrers }: { name: string; referrers: Descriptor[] }) {
+  return (
+    <section aria-labelledby="referrers">
+      <h2 id="referrers">Referrers</h2>
+      {referrers.length === 0 ? (
+        <p class="muted">Nothing refers to this manifest (no signature, SBOM or attestation).</p>
+      ) : (
+        <table class="list">
+          <thead>
+            <tr><th scope="col">Artifact type</th><th scope="col">Manifest</th><th scope="col" class="num">Size</th><th scope="col">Created</th></tr>
+          </thead>
+          <tbody>
+            {[...referrers].sort((a, b) => (a.artifactType ?? '').localeCompare(b.artifactType ?? '')).map((r) => (
+              <tr key={r.digest}>
+                <td>{r.artifactType ?? r.mediaType}</td>
+                <td><Link href={manifestHref(name, r.digest)}><Digest digest={r.digest} /></Link></td>
+                <td class="num">{formatSize(r.size)}</td>
+                <td><Time at={r.annotations?.['org.opencontainers.image.created']} /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+/** DELETE of the manifest by digest through the V2 API, after a confirmation that says what goes with it */
+function Delete({ detail: d }: { detail: Detail }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [error, setError] = useState<Error>();
+  const [busy, setBusy] = useState(false);
+  const confirm = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const res = await request(`/v2/${d.name}/manifests/${d.digest}`, { method: 'DELETE' }, `repository:${d.name}:delete`);
+      if (res.status !== 202) throw await errorOf(res);
+      dialog.current?.close();
+      navigate(repositoryHref(d.name));
+    } catch (err) {
+      setError(err as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const tags = d.tags.tags;
+  return (
+    <section aria-labelledby="delete" class="danger-zone">
+      <h2 id="delete">Delete</h2>
+      <button type="button" class="danger" onClick={() => dialog.current?.showModal()}>Delete this manifest…</button>
+      <dialog ref={dialog} aria-labelledby="confirm-title">
+        <h2 id="confirm-title">Delete {d.name}@{d.digest.slice(0, 19)}…?</h2>
+        <ul>
+          <li>{tags.length === 0 ? 'No tag names it.' : `${tags.length === 1 ? 'The tag' : 'The tags'} ${tags.join(', ')} ${tags.length === 1 ? 'goes' : 'go'} with it.`}{d.tags.scanned < d.tags.total ? ` (Only the first ${d.tags.scanned} of ${d.tags.total} tags were looked at.)` : ''}</li>
+          {d.children && <li>The index goes; its {d.children.length} platform manifests stay, reachable by digest.</li>}
+          <li>{d.referrers.length === 0 ? 'Nothing refers to it.' : `${d.referrers.length} referrer${d.referrers.length === 1 ? '' : 's'} (signatures, SBOMs, attestations) stay but point at nothing.`}</li>
+          <li>Layers shared with other images stay; space is freed by garbage collection.</li>
+        </ul>
+        {error && <Problem error={error} />}
+        <form method="dialog" class="buttons">
+          <button type="submit" autoFocus>Cancel</button>
+          <button type="button" class="danger" disabled={busy} onClick={confirm}>Delete</button>
+        </form>
+      </dialog>
+    </section>
+  );
+}

@@ -1,0 +1,70 @@
+/** `/ui/`: the repositories the user may pull, searched and paged on the server (works for any catalog size). */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { getJSON } from '../api';
+import { Link, Status, useLoad } from '../components';
+import { href, navigate, repositoryHref } from '../router';
+import type { RepositoryPage as Page } from '../../wire';
+
+export function Repositories({ q, last }: { q: string; last?: string }) {
+  const query = new URLSearchParams({ n: '50', ...(q ? { q } : {}), ...(last ? { last } : {}) });
+  const loaded = useLoad(query.toString(), (signal) => getJSON<Page>(`/ui/api/repositories?${query}`, '', signal));
+  const [text, setText] = useState(q);
+  const input = useRef<HTMLInputElement>(null);
+  useEffect(() => setText(q), [q]);
+  // typing searches after a pause, replacing the URL (one history entry per search, not per key)
+  useEffect(() => {
+    if (text === q) return;
+    const timer = setTimeout(() => navigate(href('/', { q: text.trim() }), true), 250);
+    return () => clearTimeout(timer);
+  }, [text]);
+  // `/` jumps to the search box, as on many sites
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === '/' && document.activeElement?.tagName !== 'INPUT') {
+        e.preventDefault();
+        input.current?.focus();
+      }
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, []);
+  return (
+    <section>
+      <h1>Repositories</h1>
+      <form role="search" onSubmit={(e) => (e.preventDefault(), navigate(href('/', { q: text.trim() })))}>
+        <label for="search">Search repositories</label>
+        <input id="search" ref={input} type="search" value={text} placeholder="name contains…  (press / to search)" autoComplete="off" onInput={(e) => setText((e.target as HTMLInputElement).value)} />
+      </form>
+      <Status loaded={loaded}>
+        {(page) => (
+          <>
+            {page.repositories.length === 0 ? (
+              <p class="muted">{q ? `No repository you may pull has “${q}” in its name.` : 'No repository you may pull yet.'}</p>
+            ) : (
+              <table class="list">
+                <thead>
+                  <tr>
+                    <th scope="col">Repository</th>
+                    <th scope="col" class="num">Tags</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {page.repositories.map((r) => (
+                    <tr key={r.name}>
+                      <td><Link href={repositoryHref(r.name)}>{r.name}</Link></td>
+                      <td class="num">{r.tags ?? '–'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+            <nav class="pager" aria-label="Pages">
+              {last && <Link href={href('/', { q })}>First page</Link>}
+              {page.next && <Link href={href('/', { q, last: page.next })} rel="next">Next page</Link>}
+            </nav>
+          </>
+        )}
+      </Status>
+    </section>
+  );
+}

@@ -1,0 +1,116 @@
+/**
+ * The shapes the web interface's server sends and its browser code reads (types only, no imports:
+ * both the server's and the client's tsconfig compile this file), so the compiler checks both ends.
+ */
+
+/** what the page tells the browser code: where the API is and what the registry allows */
+export interface PageSettings {
+  /** http.prefix ('' or '/path') */
+  prefix: string;
+  /** http.host's host[:port] for pull commands; undefined: the address bar's */
+  host?: string;
+  auth: 'none' | 'htpasswd' | 'token';
+  deletes: boolean;
+  readOnly: boolean;
+  version: string;
+}
+
+export interface Descriptor {
+  mediaType?: string;
+  digest: string;
+  size?: number;
+  artifactType?: string;
+  platform?: { os?: string; architecture?: string; variant?: string };
+  annotations?: Record<string, string>;
+}
+
+/** the fields of the manifest formats the interface reads (schema1's fsLayers and history too) */
+export interface ManifestDoc {
+  mediaType?: string;
+  artifactType?: string;
+  config?: Descriptor;
+  layers?: Descriptor[];
+  manifests?: Descriptor[];
+  subject?: Descriptor;
+  annotations?: Record<string, string>;
+  fsLayers?: { blobSum: string }[];
+  architecture?: string;
+  history?: { v1Compatibility?: string }[];
+}
+
+export interface Summary {
+  digest: string;
+  mediaType: string;
+  /** bytes of config and layers (an index: of every child); undefined when a part cannot be read */
+  size?: number;
+  /** os/architecture[/variant] of the image, or of each child of an index */
+  platforms: string[];
+  /** the image config's `created` (an index: its newest child's) */
+  created?: string;
+  artifactType?: string;
+}
+
+/** a manifest that could not be read stands as its digest and why */
+export interface Unreadable {
+  digest: string;
+  error: string;
+}
+
+/** GET /ui/api/repositories */
+export interface RepositoryPage {
+  repositories: { name: string; tags?: number }[];
+  /** the `last` of the next page, when there is one */
+  next?: string;
+}
+
+export type TagRow = { tag: string } & (Summary & { pushed?: string } | { error: string });
+
+/** GET /ui/api/repositories/<name>/tags */
+export interface TagPage {
+  name: string;
+  total: number;
+  tags: TagRow[];
+  next?: string;
+}
+
+/** the image config fields the manifest page shows */
+export interface ImageConfig {
+  created?: string;
+  author?: string;
+  config?: { Entrypoint?: string[]; Cmd?: string[]; Env?: string[]; WorkingDir?: string; User?: string; Labels?: Record<string, string>; ExposedPorts?: Record<string, unknown> };
+  history?: { created?: string; created_by?: string; empty_layer?: boolean; comment?: string }[];
+}
+
+/** GET /ui/api/repositories/<name>/manifests/<reference> */
+export interface ManifestDetail {
+  name: string;
+  digest: string;
+  mediaType: string;
+  /** the manifest's own bytes */
+  bytes: number;
+  manifest: ManifestDoc;
+  summary: Summary;
+  config?: ImageConfig;
+  children?: (Summary | Unreadable)[];
+  referrers: Descriptor[];
+  /** the tags naming this digest, among the first `scanned` of `total` */
+  tags: { tags: string[]; scanned: number; total: number };
+  pushed?: string;
+  /** the caller's grant allows deleting it (with token auth only what the token holds: pull) */
+  mayDelete: boolean;
+}
+
+/** GET /ui/api/registry */
+export interface RegistryAbout {
+  version: string;
+  driver: string;
+  readOnly: boolean;
+  deletes: boolean;
+  auth: string;
+  mirrors: { prefix: string; remoteurl: string }[];
+  healthy: boolean;
+  /** names of the failing health checks */
+  failing: string[];
+  notifications: { name: string; counters: Record<string, number>; statuses: Record<string, number> }[];
+  figures: Record<string, Record<string, number>>;
+}
