@@ -21,6 +21,7 @@ import type { FeatureParts, Running } from './features/feature.js';
 import { readiness } from './health/readiness.js';
 import { parseAddr } from './http/address.js';
 import { normalisePrefix, type EdgeOptions } from './http/options.js';
+import { connectionLimits } from './http/limits.js';
 import { buildServer, type TLSOptions } from './http/server.js';
 import { uploadSecret } from './http/secret.js';
 import { UploadStateSigner } from './http/upload-state.js';
@@ -239,6 +240,7 @@ function edgeOptions(config: Config, prefix: string): EdgeOptions {
     includeReferences: config.notifications.events.includereferences,
     headers: config.http.headers,
     accessLog: !config.log.accesslog.disabled,
+    limits: connectionLimits(config.http.limits),
   };
 }
 

@@ -279,6 +279,26 @@ const http = z
     headers: z.record(z.string(), z.array(z.string())).default({}),
     /** how long a shutdown (SIGTERM) waits for requests in flight, then for queued events */
     draintimeout: duration.prefault('10s'),
+    /** berth's: what one client may hold of the server (src/http/limits.ts, docs/security.md) */
+    limits: z
+      .strictObject({
+        /** open connections per process beyond which new ones are refused; auto: 3/4 of the descriptor limit */
+        connections: z.union([z.literal('auto'), int(1)]).default('auto'),
+        /** of those, how many one client address may hold; auto: half (behind one load balancer: raise it to `connections`) */
+        connectionsperaddress: z.union([z.literal('auto'), int(1)]).default('auto'),
+        /** a request line and its headers must have arrived within this (and a TLS handshake) */
+        headertimeout: duration.refine((ms) => ms > 0, { message: 'expected a duration above 0, e.g. "20s"' }).prefault('20s'),
+        /** a kept-alive connection without a request is closed after this */
+        idletimeout: duration.refine((ms) => ms > 0, { message: 'expected a duration above 0, e.g. "75s"' }).prefault('75s'),
+        /** a request body that brings fewer than `minimum` bytes per second over `window` is cut (0: no minimum) */
+        bodyrate: z
+          .strictObject({
+            minimum: int(0).default(1024),
+            window: duration.refine((ms) => ms >= 1000, { message: 'expected a duration of at least 1s, e.g. "20s"' }).prefault('20s'),
+          })
+          .prefault({}),
+      })
+      .prefault({}),
     /** berth's: worker processes on one port (src/workers/); `auto`: one per core */
     workers: z.union([z.literal('auto').transform(() => availableParallelism()), int(1)]).default(1),
     debug: z

@@ -1,3 +1,5 @@
+import type { ConnectionLimits } from './limits.js';
+
 /** What the HTTP edge reads from the configuration, worked out once by the composition root. */
 export interface EdgeOptions {
   /** storage.maintenance.readonly.enabled: every write answers 405 UNSUPPORTED */
@@ -14,6 +16,8 @@ export interface EdgeOptions {
   includeReferences: boolean;
   /** http.headers: sent with every response */
   headers: Readonly<Record<string, readonly string[]>>;
+  /** http.limits: connections, header and idle timeouts, the minimum body rate */
+  limits: ConnectionLimits;
   /** the access log line per request (log.accesslog.disabled is false) */
   accessLog: boolean;
   /** a write to this repository answers 405 UNSUPPORTED with the message returned (a pull-through cache); undefined: allowed */

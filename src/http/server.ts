@@ -4,6 +4,8 @@
  * per request, and the Docker-* twin of every Registry-* header.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RegistryError } from '../registry/errors.js';
 import { isStorageFull, StorageUnavailableError } from '../storage/driver.js';
@@ -25,6 +27,7 @@ import { deleteUpload, getUpload, patchUpload, postUpload, putUpload } from './h
 import { requiredAccess } from './required-access.js';
 import { matchRoute, METHODS, type Route } from './routes.js';
 import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js';
+import { answerClientError, bodyLeftUnread, gateConnections, refusalLog, serverTimeouts, sweepInterval, watchBodyRate } from './limits.js';
 
 /** key material for TLS, read by the app from http.tls */
 export interface TLSOptions {
@@ -67,12 +70,19 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
     },
     // names are matched on the raw path; Fastify must not reject or rewrite unusual ones
     routerOptions: { ignoreDuplicateSlashes: false, maxParamLength: 1024 },
+    ...serverTimeouts(edge.limits),
+    clientErrorHandler: (err: Error, socket: Socket) => answerClientError(err, socket, edge.limits),
   };
   // with TLS: HTTP/2, and HTTP/1.1 for clients that do not offer h2 (ALPN). Fastify types an h2
   // server apart; the handlers only use what both request kinds have (headers, url, the raw stream)
   const app = tls
-    ? (Fastify({ ...options, http2: true, https: { allowHTTP1: true, ...tls } }) as unknown as FastifyInstance)
+    ? (Fastify({ ...options, http2: true, https: { allowHTTP1: true, handshakeTimeout: edge.limits.headerTimeoutMs, ...tls } }) as unknown as FastifyInstance)
     : Fastify(options);
+  if (tls) {
+    // the HTTP/1.1 side of the HTTP/2 server takes none of the options above: set them on it
+    Object.assign(app.server, { headersTimeout: edge.limits.headerTimeoutMs, requestTimeout: 0, connectionsCheckingInterval: sweepInterval(edge.limits) });
+  }
+  gateConnections(app.server, edge.limits, !tls, refusalLog((fields, message) => logger.warn(fields, message), edge.limits.connections));
 
   // bodies stay unread streams: blob data goes straight from the socket to storage
   app.removeAllContentTypeParsers();
@@ -80,12 +90,16 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
 
   app.addHook('onRequest', async (req, reply) => {
     setAsideUnparsableContentType(req);
+    watchBodyRate(req.raw as IncomingMessage, edge.limits.bodyRate, (bytes) =>
+      req.log.warn({ bytes, windowMs: edge.limits.bodyRate.windowMs }, 'request body slower than http.limits.bodyrate.minimum: connection closed'),
+    );
     reply.header('x-request-id', req.id);
     reply.header(API_VERSION_HEADER, API_VERSION);
     for (const [name, values] of Object.entries(edge.headers)) reply.header(name, values.join(', '));
   });
-  app.addHook('onSend', async (_req, reply, payload) => {
+  app.addHook('onSend', async (req, reply, payload) => {
     addDockerTwins(reply);
+    if (bodyLeftUnread(req.raw as IncomingMessage)) reply.header('connection', 'close');
     return payload;
   });
   const metrics = services.requestMetrics;
@@ -163,7 +177,6 @@ function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): Fa
   }
   if (isStorageFull(err)) {
     req.log.error({ err }, 'storage full');
-    if (!req.raw.complete) reply.header('connection', 'close'); // the rest of the body stays unread (body.ts uploadBody)
     // 507: terminal for clients (spec 7, status rule 4); an upload that hit it was removed (uploads.ts)
     return answer(new RegistryError('UNKNOWN', `the registry's storage is full: nothing was stored and an upload in progress was discarded; free space and push again (request id ${req.id})`, { status: 507 }));
   }
