@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect as h2connect } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
+import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -87,9 +88,18 @@ describe('TLS', needTool('openssl', 'test certificates'), () => {
   describe('server certificate', () => {
     let registry: TestRegistry;
     before(async () => {
-      registry = await startBerth({ http: { tls: { certificate: server.cert, key: server.key } } }, { driver: 'inmemory' });
+      registry = await startBerth({ http: { tls: { certificate: server.cert, key: server.key }, limits: { headertimeout: '1s' } } }, { driver: 'inmemory' });
     });
     after(() => registry?.stop());
+
+    it('closes a connection that starts no TLS handshake at the header timeout (http.limits)', async () => {
+      const opened = Date.now();
+      const socket = netConnect(Number(new URL(registry.url).port), '127.0.0.1');
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.on('close', resolve));
+      const ms = Date.now() - opened;
+      assert.ok(ms >= 900 && ms < 5000, `closed ${ms} ms after opening (header timeout 1 s; Node's default handshake timeout is 120 s)`);
+    });
 
     it('serves HTTPS over HTTP/1.1', async () => {
       assert.match(registry.url, /^https:\/\//);
