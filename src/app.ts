@@ -22,6 +22,7 @@ import { readiness } from './health/readiness.js';
 import { parseAddr } from './http/address.js';
 import { normalisePrefix, type EdgeOptions } from './http/options.js';
 import { connectionLimits } from './http/limits.js';
+import { CatalogCursors } from './http/catalog-cursor.js';
 import { buildServer, type TLSOptions } from './http/server.js';
 import { uploadSecret } from './http/secret.js';
 import { UploadStateSigner } from './http/upload-state.js';
@@ -135,6 +136,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       catalog: new Catalog(driver),
       content,
       uploadState: new UploadStateSigner(secret),
+      catalogCursors: new CatalogCursors(secret),
       urls: new URLBuilder({ host: config.http.host, prefix, relative: config.http.relativeurls }),
       events: notifier,
       requestMetrics: enabled.find((parts) => parts.requestMetrics)?.requestMetrics,

@@ -9,6 +9,7 @@ import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
+import type { CatalogCursors } from './catalog-cursor.js';
 import type { EdgeOptions } from './options.js';
 import type { Route } from './routes.js';
 import type { UploadStateSigner } from './upload-state.js';
@@ -24,6 +25,8 @@ export interface Services {
   /** what GET and HEAD of manifests, blobs and tags read: storage, or the pull-through cache */
   content: ContentSource;
   uploadState: UploadStateSigner;
+  /** seals the `last` of a filtered catalog page that stopped at its scan budget */
+  catalogCursors: CatalogCursors;
   urls: URLBuilder;
   /** notifications: handlers report what they did here (never awaited) */
   events: EventSink;

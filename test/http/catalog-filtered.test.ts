@@ -3,6 +3,7 @@
  * repositories asks `/v2/_catalog?n=1` page after page. Before, each page walked the catalog one
  * name at a time (one walk per invisible name: quadratic); now it reads growing chunks. Checked by
  * the storage listings the whole walk makes (Prometheus' storage call count), not by time.
+ * One request reads at most SCAN_BUDGET names: a shorter page with a sealed Link follows.
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { SCAN_BUDGET } from '../../src/http/handlers/catalog.js';
 
 const REPOSITORIES = 3000;
 const VISIBLE = ['r00100', 'r01500', 'r02999'].map((name) => `team/${name}`);
@@ -60,5 +62,65 @@ describe('the filtered catalog of a user who may see few repositories', () => {
     // (three pages and the end); one walk per name, as before, made millions
     console.log(`# filtered catalog: ${made} listings for ${REPOSITORIES} repositories over ${seen.length + 1} pages`);
     assert.ok(made < 5 * REPOSITORIES, `${made} listings for ${REPOSITORIES} repositories`);
+  });
+});
+
+describe('one filtered catalog request reads at most its scan budget', () => {
+  const TOTAL = SCAN_BUDGET + 2000;
+  const name = (i: number) => `big/r${String(i).padStart(6, '0')}`;
+  const early = name(100);
+  const late = name(TOTAL - 1);
+  let dir: string;
+  let registry: TestRegistry;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'berth-catalog-budget-'));
+    const root = join(dir, 'root');
+    const repositories = join(root, 'docker/registry/v2/repositories');
+    for (let i = 0; i < TOTAL; i += 500) {
+      await Promise.all(Array.from({ length: Math.min(500, TOTAL - i) }, (_, k) => mkdir(join(repositories, name(i + k), '_manifests'), { recursive: true })));
+    }
+    await writeHtpasswd(join(dir, 'htpasswd'), { both: 'pw', lateonly: 'pw' });
+    registry = await startBerth(
+      { auth: { htpasswd: { realm: 'berth', path: join(dir, 'htpasswd') }, access: { [early]: { both: ['pull'] }, [late]: { both: ['pull'], lateonly: ['pull'] } } } },
+      { root },
+    );
+  });
+  after(async () => {
+    await registry?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** the pages a user gets following Link headers, with each Link's `last` */
+  async function walk(user: string): Promise<{ pages: string[][]; lasts: string[] }> {
+    const pages: string[][] = [];
+    const lasts: string[] = [];
+    let url: string | undefined = `${registry.url}/v2/_catalog?n=1`;
+    while (url && pages.length < 10) {
+      const res: Response = await fetch(url, { headers: { authorization: basic(user, 'pw') } });
+      assert.equal(res.status, 200);
+      pages.push(((await res.json()) as { repositories: string[] }).repositories);
+      const link = res.headers.get('link');
+      url = link ? new URL(/<([^>]+)>/.exec(link)![1], registry.url).toString() : undefined;
+      if (url) lasts.push(new URL(url).searchParams.get('last')!);
+    }
+    return { pages, lasts };
+  }
+
+  it(`answers a shorter page with a sealed Link instead of reading past ${SCAN_BUDGET} names, and reveals no hidden name`, async () => {
+    const both = await walk('both');
+    assert.deepEqual(both.pages, [[early], [late]], 'the first page stops at the budget with one name; the second finds the last');
+    assert.equal(both.lasts.length, 1);
+    assert.match(both.lasts[0], /^~[A-Za-z0-9_-]+$/, 'the Link carries a sealed cursor, not the invisible name it stopped at');
+    assert.doesNotMatch(Buffer.from(both.lasts[0].slice(1), 'base64url').toString('latin1'), /big\/r/);
+    const lateOnly = await walk('lateonly');
+    assert.deepEqual(lateOnly.pages, [[], [late]], 'a page may be empty, with a Link to go on');
+  });
+
+  it('reads a cursor that does not open as a name past every repository: an empty page', async () => {
+    const res = await fetch(`${registry.url}/v2/_catalog?n=5&last=~not-a-cursor`, { headers: { authorization: basic('both', 'pw') } });
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { repositories: [] });
+    assert.equal(res.headers.get('link'), null);
   });
 });
