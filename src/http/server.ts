@@ -10,6 +10,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { RegistryError } from '../registry/errors.js';
 import { isStorageFull, StorageUnavailableError } from '../storage/driver.js';
 import type { Handler, Services } from './context.js';
+import type { EdgeOptions } from './options.js';
 import { accessLogFields, exchangeBytes, noteError } from './access-log.js';
 import { sendError } from './errors.js';
 import { queryValue, setAsideUnparsableContentType } from './body.js';
@@ -72,11 +73,22 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
     routerOptions: { ignoreDuplicateSlashes: false, maxParamLength: 1024 },
     ...serverTimeouts(edge.limits),
     clientErrorHandler: (err: Error, socket: Socket) => answerClientError(err, socket, edge.limits),
+    // a path Fastify cannot decode (`/v2/a%zz/tags/list`) would get Fastify's own 400 before any
+    // hook: it goes through the registry's matcher instead, which reads raw paths (NAME_INVALID, 404)
+    frameworkErrors: (err: Error, req: FastifyRequest, reply: FastifyReply) => {
+      setCommonHeaders(req, reply, edge.headers);
+      addDockerTwins(reply);
+      if ((err as { code?: string }).code !== 'FST_ERR_BAD_URL') return handleError(err, req, reply);
+      return dispatch(req, reply, services, edge.prefix).then(
+        (answer) => answer,
+        (failure: unknown) => handleError(failure, req, reply),
+      );
+    },
   };
   // with TLS: HTTP/2, and HTTP/1.1 for clients that do not offer h2 (ALPN). Fastify types an h2
   // server apart; the handlers only use what both request kinds have (headers, url, the raw stream)
   const app = tls
-    ? (Fastify({ ...options, http2: true, https: { allowHTTP1: true, handshakeTimeout: edge.limits.headerTimeoutMs, ...tls } }) as unknown as FastifyInstance)
+    ? (Fastify({ ...(options as object), http2: true, https: { allowHTTP1: true, handshakeTimeout: edge.limits.headerTimeoutMs, ...tls } }) as unknown as FastifyInstance)
     : Fastify(options);
   if (tls) {
     // the HTTP/1.1 side of the HTTP/2 server takes none of the options above: set them on it
@@ -93,9 +105,7 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
     watchBodyRate(req.raw as IncomingMessage, edge.limits.bodyRate, (bytes) =>
       req.log.warn({ bytes, windowMs: edge.limits.bodyRate.windowMs }, 'request body slower than http.limits.bodyrate.minimum: connection closed'),
     );
-    reply.header('x-request-id', req.id);
-    reply.header(API_VERSION_HEADER, API_VERSION);
-    for (const [name, values] of Object.entries(edge.headers)) reply.header(name, values.join(', '));
+    setCommonHeaders(req, reply, edge.headers);
   });
   app.addHook('onSend', async (req, reply, payload) => {
     addDockerTwins(reply);
@@ -116,6 +126,13 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
   app.setNotFoundHandler((req, reply) => dispatch(req, reply, services, prefix));
   app.setErrorHandler((err, req, reply) => handleError(err, req, reply));
   return app;
+}
+
+/** the headers of every answer: the request id, the API version, http.headers */
+function setCommonHeaders(req: FastifyRequest, reply: FastifyReply, configured: EdgeOptions['headers']): void {
+  reply.header('x-request-id', req.id);
+  reply.header(API_VERSION_HEADER, API_VERSION);
+  for (const [name, values] of Object.entries(configured)) reply.header(name, values.join(', '));
 }
 
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {

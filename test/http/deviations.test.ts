@@ -61,6 +61,19 @@ describe('small deviations (issue 18)', () => {
     assert.deepEqual(await tags.json(), { name: REPO, tags: ['latest'] });
   });
 
+  it('a path with a malformed percent escape gets the registry\'s answer, not the framework\'s', async () => {
+    for (const [path, status, code] of [
+      [`/v2/a%zz/tags/list`, 400, 'NAME_INVALID'],
+      [`/v2/${REPO}%/manifests/latest`, 400, 'NAME_INVALID'],
+      ['/v2/%', 404, 'NOT_FOUND'],
+    ] as const) {
+      const res = await rawRequest(registry.url, 'GET', path);
+      assert.equal(res.status, status, path);
+      assert.equal(JSON.parse(res.body).errors[0].code, code, path);
+      assert.equal(res.headers['docker-distribution-api-version'], 'registry/2.0', path);
+    }
+  });
+
   it('an empty Content-Type is no Content-Type: a manifest is read from its body, a blob is stored', async () => {
     const other = buildImage('docker-v2');
     for (const blob of other.blobs) assert.equal((await pushBlob(registry.url, REPO, blob.data)).status, 201);
