@@ -58,6 +58,8 @@ export interface AuthContext {
   /** "now" for the htpasswd reload check and its login cache (default: the system clock) */
   clock?: Clock;
   sharedLimiter?: SharedLimiter;
+  /** worker processes serving the port (http.workers): buckets not shared through Redis get a share each */
+  processes?: number;
 }
 
 export function createAuth(options: AuthOptions, context: AuthContext): Auth {
@@ -68,7 +70,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
     ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file: entries refused'), clock)
     : undefined;
   const failed = auth && auth.failedlogins.burst > 0 ? failedLoginBuckets(auth.failedlogins) : undefined;
-  const loginBuckets = htpasswd && failed ? (context.sharedLimiter?.(failed) ?? new MemoryRateLimiter(failed)) : undefined;
+  const loginBuckets = htpasswd && failed ? (context.sharedLimiter?.(failed) ?? new MemoryRateLimiter(perProcess(failed, context.processes ?? 1))) : undefined;
   const guard = htpasswd && new LoginGuard(loginBuckets);
   let issuer: TokenIssuer | undefined;
   let authorize: Auth['authorize'];
@@ -183,4 +185,13 @@ function createLimiter(options: AuthOptions, shared: SharedLimiter | undefined):
 
 function quote(value: string): string {
   return `"${value.replace(/["\\]/g, '\\$&')}"`;
+}
+
+/**
+ * One process's share of buckets it cannot share: the workers take connections in turn, so each
+ * sees about 1/N of a client's attempts, and N shares add up to the configured limit (a client on
+ * one kept-alive connection meets one share: stricter, never looser). docs/decisions.md
+ */
+function perProcess(buckets: BucketOptions, processes: number): BucketOptions {
+  return processes <= 1 ? buckets : { burst: Math.max(1, Math.ceil(buckets.burst / processes)), rate: buckets.rate / processes };
 }

@@ -8,7 +8,11 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { validateConfig } from '../../src/config/load.js';
+import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerthProcess, type BerthProcess } from '../helpers/berth-process.js';
 import { randomBlob } from '../helpers/blobs.js';
 import { freePort } from '../helpers/ports.js';
@@ -118,6 +122,34 @@ describe('http.workers: 2', () => {
     const status = await berth.stop();
     assert.equal(status.code, 0, berth.logs().slice(-2000));
     for (const pid of pids) assert.equal(alive(pid), false, `worker ${pid} is gone`);
+  });
+});
+
+describe('http.workers: 2, htpasswd without Redis', () => {
+  let berth: BerthProcess;
+  let dir: string;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'berth-workers-login-'));
+    await writeHtpasswd(join(dir, 'htpasswd'), { alice: 'secret' });
+    berth = await startBerthProcess({
+      config: { http: { workers: 2 }, auth: { htpasswd: { realm: 'test', path: join(dir, 'htpasswd') }, failedlogins: { burst: 4, every: '1h' } } },
+      readyStatus: 401,
+    });
+    await sleep(1500); // the second worker starts after the first answers
+  });
+  after(async () => {
+    await berth?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('gives each worker its share of the failed-login buckets, so the workers together allow the configured burst', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await send(`${berth.url}/v2/`, 'GET', undefined, { authorization: basic('alice', `wrong-${i}`) })).status);
+    const refused = statuses.filter((s) => s === 401).length;
+    // four buckets' worth over two workers: 2 + 2 (each worker's share), not 4 + 4
+    assert.ok(refused >= 2 && refused <= 5, `wrong passwords checked before 429: ${refused} (${statuses.join(',')})`);
+    assert.equal(statuses.filter((s) => s === 429).length, 12 - refused);
   });
 });
 

@@ -40,6 +40,8 @@ export interface BerthProcessOptions {
   env?: Record<string, string | undefined>;
   /** deadline for GET /v2/ to answer 200 (default 30 s) */
   startTimeoutMs?: number;
+  /** what GET /v2/ answers once the server is up (401 with authentication; default 200) */
+  readyStatus?: number;
 }
 
 export interface ExitStatus {
@@ -122,7 +124,7 @@ export async function startBerthProcess(options: BerthProcessOptions = {}): Prom
     });
     const url = `http://127.0.0.1:${port}`;
     try {
-      await waitForHttp(`${url}/v2/`, { process: proc, timeoutMs: options.startTimeoutMs ?? 30_000, name: 'berth (child process)' });
+      await waitForHttp(`${url}/v2/`, { process: proc, timeoutMs: options.startTimeoutMs ?? 30_000, status: options.readyStatus, name: 'berth (child process)' });
       return handle(proc, url, root, configFile, cleanup);
     } catch (err) {
       lastError = err;
