@@ -47,7 +47,9 @@ const PAGE_CONCURRENCY = 4;
 
 const ROUTES: [RegExp, (m: RegExpExecArray, req: FastifyRequest, services: Services, state: RegistryState, reply: FastifyReply) => Promise<unknown>][] = [
   [/^\/ui\/api\/repositories$/, (_m, req, services, _state, reply) => repositories(req, services, clientGone(reply))],
-  [/^\/ui\/api\/repositories\/(.+)\/tags$/, (m, req, services, state) => tags(req, services, state, checkRepositoryName(m[1]))],
+  // `tags/list` as in the V2 API: no path ends both in `/tags/list` and in `/manifests/<reference>`,
+  // so the greedy name is right even for names holding `/manifests/` or `/tags/` (legal in OCI)
+  [/^\/ui\/api\/repositories\/(.+)\/tags\/list$/, (m, req, services, state) => tags(req, services, state, checkRepositoryName(m[1]))],
   [/^\/ui\/api\/repositories\/(.+)\/manifests\/([^/]+)$/, (m, req, services, state) => manifest(req, services, state, checkRepositoryName(m[1]), m[2])],
   [/^\/ui\/api\/registry$/, (_m, req, services, state) => registry(req, services, state)],
 ];
@@ -96,7 +98,7 @@ async function repositories(req: FastifyRequest, services: Services, gone: Abort
   return { repositories: names.map((name, i) => ({ name, tags: counts[i] })), next: more ? names[names.length - 1] : undefined };
 }
 
-/** GET /ui/api/repositories/<name>/tags?n=&last=: a page of tags, each with its manifest's summary */
+/** GET /ui/api/repositories/<name>/tags/list?n=&last=: a page of tags, each with its manifest's summary */
 async function tags(req: FastifyRequest, services: Services, state: RegistryState, name: string): Promise<TagPage> {
   await authorize(req, services, [pull(name)]);
   const page = parsePagination(req, TAG_PAGE);

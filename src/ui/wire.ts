@@ -65,7 +65,7 @@ export interface RepositoryPage {
 
 export type TagRow = { tag: string } & (Summary & { pushed?: string } | { error: string });
 
-/** GET /ui/api/repositories/<name>/tags */
+/** GET /ui/api/repositories/<name>/tags/list */
 export interface TagPage {
   name: string;
   total: number;

@@ -35,7 +35,7 @@ describe('web interface helpers', () => {
   });
 
   it('summarises each tag: a docker manifest list with platforms and total size, a schema1 image with its layer sizes', async () => {
-    const res = await fetch(`${registry.url}/ui/api/repositories/lib/multi/tags`);
+    const res = await fetch(`${registry.url}/ui/api/repositories/lib/multi/tags/list`);
     assert.equal(res.headers.get('cache-control'), 'no-store');
     const body = (await res.json()) as { total: number; tags: { tag: string; digest: string; size: number; platforms: string[]; mediaType: string; created: string; pushed: string }[] };
     assert.equal(body.total, 2);
@@ -53,13 +53,13 @@ describe('web interface helpers', () => {
 
   it('answers bad input with the spec\'s errors', async () => {
     const cases: [string, number, string][] = [
-      ['/ui/api/repositories/Bad/tags', 400, 'NAME_INVALID'],
-      ['/ui/api/repositories/lib/none/tags', 404, 'NAME_UNKNOWN'],
+      ['/ui/api/repositories/Bad/tags/list', 400, 'NAME_INVALID'],
+      ['/ui/api/repositories/lib/none/tags/list', 404, 'NAME_UNKNOWN'],
       ['/ui/api/repositories/lib/multi/manifests/nope', 404, 'MANIFEST_UNKNOWN'],
       ['/ui/api/repositories/lib/multi/manifests/sha256:xyz', 400, 'DIGEST_INVALID'],
       ['/ui/api/repositories/lib/multi/manifests/-bad-tag', 400, 'TAG_INVALID'],
       ['/ui/api/repositories?n=5000', 400, 'PAGINATION_NUMBER_INVALID'],
-      ['/ui/api/repositories/lib/multi/tags?n=x', 400, 'PAGINATION_NUMBER_INVALID'],
+      ['/ui/api/repositories/lib/multi/tags/list?n=x', 400, 'PAGINATION_NUMBER_INVALID'],
       ['/ui/api/nothing', 404, 'NOT_FOUND'],
     ];
     for (const [path, status, code] of cases) {

@@ -31,7 +31,7 @@ function sorted(rows: TagRow[], sort: string | undefined, desc: boolean): TagRow
 
 export function Repository({ name, last, sort, desc }: { name: string; last?: string; sort?: string; desc: boolean }) {
   const query = new URLSearchParams({ n: '25', ...(last ? { last } : {}) });
-  const loaded = useLoad(`${name}?${query}`, () => getJSON<Page>(`/ui/api/repositories/${name}/tags?${query}`, `repository:${name}:pull`));
+  const loaded = useLoad(`${name}?${query}`, () => getJSON<Page>(`/ui/api/repositories/${name}/tags/list?${query}`, `repository:${name}:pull`));
   return (
     <section>
       <nav class="crumbs" aria-label="Breadcrumb">
