@@ -13,6 +13,7 @@ import { clientGone } from '../http/client-gone.js';
 import { queryValue } from '../http/body.js';
 import { pageOf, parsePagination } from '../http/pagination.js';
 import { isDigest, parseDigest } from '../registry/digest.js';
+import * as layout from '../registry/layout.js';
 import { RegistryError } from '../registry/errors.js';
 import type { Reference } from '../registry/manifest-store.js';
 import { checkRepositoryName, checkTag } from '../registry/names.js';
@@ -44,9 +45,11 @@ const CATALOG_CHUNK = 500;
 /** tags looked at for "which tags name this digest" (a delete's confirmation) */
 const TAG_SCAN_LIMIT = 1000;
 const PAGE_CONCURRENCY = 4;
+/** tags whose push times are read for a repository's last push in the list (50 repositories a page: 5,000 reads at most) */
+const PUSH_LOOKUP_TAGS = 100;
 
 const ROUTES: [RegExp, (m: RegExpExecArray, req: FastifyRequest, services: Services, state: RegistryState, reply: FastifyReply) => Promise<unknown>][] = [
-  [/^\/ui\/api\/repositories$/, (_m, req, services, _state, reply) => repositories(req, services, clientGone(reply))],
+  [/^\/ui\/api\/repositories$/, (_m, req, services, state, reply) => repositories(req, services, state, clientGone(reply))],
   // `tags/list` as in the V2 API: no path ends both in `/tags/list` and in `/manifests/<reference>`,
   // so the greedy name is right even for names holding `/manifests/` or `/tags/` (legal in OCI)
   [/^\/ui\/api\/repositories\/(.+)\/tags\/list$/, (m, req, services, state) => tags(req, services, state, checkRepositoryName(m[1]))],
@@ -71,11 +74,12 @@ const pull = (name: string): AccessRequest => ({ type: 'repository', name, actio
 
 /**
  * GET /ui/api/repositories?q=&n=&last=: the repositories the caller may pull whose name holds `q`,
- * with their tag counts. The catalog is read a chunk at a time until the page is full, so a
+ * with their tag counts and last push (the newest of their tags' pushes; not looked up for a
+ * repository of more than PUSH_LOOKUP_TAGS tags, which would cost a read per tag). The catalog is read a chunk at a time until the page is full, so a
  * registry of 100,000 repositories is never held in memory; a search the browser gave up on (the
  * user typed on) stops walking.
  */
-async function repositories(req: FastifyRequest, services: Services, gone: AbortSignal): Promise<RepositoryPage> {
+async function repositories(req: FastifyRequest, services: Services, state: RegistryState, gone: AbortSignal): Promise<RepositoryPage> {
   const grant = await authorize(req, services, []);
   const page = parsePagination(req, REPOSITORY_PAGE);
   const q = (queryValue(req, 'q') ?? '').trim().toLowerCase();
@@ -94,8 +98,15 @@ async function repositories(req: FastifyRequest, services: Services, gone: Abort
     last = chunk.repositories[chunk.repositories.length - 1];
   }
   const names = found.slice(0, page.n);
-  const counts = await mapLimited(names, PAGE_CONCURRENCY * 2, async (name) => (await services.content.tags(name).catch(() => undefined))?.length);
-  return { repositories: names.map((name, i) => ({ name, tags: counts[i] })), next: more ? names[names.length - 1] : undefined };
+  const rows = await mapLimited(names, PAGE_CONCURRENCY * 2, async (name): Promise<RepositoryPage['repositories'][number]> => {
+    const tags = await services.content.tags(name).catch(() => undefined);
+    if (!tags) return { name };
+    if (tags.length > PUSH_LOOKUP_TAGS) return { name, tags: tags.length };
+    const times = await mapLimited(tags, PAGE_CONCURRENCY, (tag) => tagPushed(state, name, tag));
+    const newest = Math.max(...times.filter((t): t is number => t !== undefined));
+    return { name, tags: tags.length, pushed: Number.isFinite(newest) ? new Date(newest).toISOString() : undefined };
+  });
+  return { repositories: rows, pushLookup: PUSH_LOOKUP_TAGS, next: more ? names[names.length - 1] : undefined };
 }
 
 /** GET /ui/api/repositories/<name>/tags/list?n=&last=: a page of tags, each with its manifest's summary */
@@ -107,7 +118,8 @@ async function tags(req: FastifyRequest, services: Services, state: RegistryStat
   const rows = await mapLimited(items, PAGE_CONCURRENCY, async (tag): Promise<TagRow> => {
     try {
       const stored = await services.content.manifest(name, { tag });
-      return { tag, ...(await summarize(services.content, name, stored)), pushed: await pushedAt(state, name, stored.digest) };
+      const [summary, pushed] = await Promise.all([summarize(services.content, name, stored), tagPushed(state, name, tag)]);
+      return { tag, ...summary, pushed: pushed === undefined ? undefined : new Date(pushed).toISOString() };
     } catch (err) {
       return { tag, error: (err as Error).message };
     }
@@ -180,6 +192,15 @@ async function tagsNaming(services: Services, name: string, digest: string): Pro
   const scanned = all.slice(0, TAG_SCAN_LIMIT);
   const resolved = await mapLimited(scanned, PAGE_CONCURRENCY * 2, (tag) => services.tags.resolve(name, tag).catch(() => undefined));
   return { tags: scanned.filter((_, i) => resolved[i] === digest), scanned: scanned.length, total: all.length };
+}
+
+/**
+ * when `tag` was last pushed: the modification time of its `current` link, which every push by
+ * tag writes (content written by Distribution has it too); undefined when it cannot be read
+ */
+async function tagPushed(state: RegistryState, name: string, tag: string): Promise<number | undefined> {
+  if (!state.driver) return undefined;
+  return (await state.driver.stat(layout.tagCurrentLink(name, tag)).catch(() => undefined))?.modTime.getTime();
 }
 
 async function pushedAt(state: RegistryState, name: string, digest: string): Promise<string | undefined> {

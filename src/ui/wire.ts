@@ -58,11 +58,15 @@ export interface Unreadable {
 
 /** GET /ui/api/repositories */
 export interface RepositoryPage {
-  repositories: { name: string; tags?: number }[];
+  /** `pushed`: the newest push among the repository's tags (ISO 8601), when looked up */
+  repositories: { name: string; tags?: number; pushed?: string }[];
+  /** last push is looked up only for repositories of at most this many tags */
+  pushLookup: number;
   /** the `last` of the next page, when there is one */
   next?: string;
 }
 
+/** `pushed`: when the tag was last pushed (the manifest page's `pushed` is the manifest's, by any tag or digest) */
 export type TagRow = { tag: string } & (Summary & { pushed?: string } | { error: string });
 
 /** GET /ui/api/repositories/<name>/tags/list */

@@ -38,13 +38,15 @@ describe('web interface: browsing', needBrowser(), () => {
     await registry?.stop();
   });
 
-  it('lists the repositories 50 at a time with their tag counts, searches them, and the URL survives a reload', async () => {
+  it('lists the repositories 50 at a time with their tag counts and last push, searches them, and the URL survives a reload', async () => {
     const { page, problems } = await openPage(browser);
     await page.goto(`${registry.url}/ui/`);
     const rows = page.locator('table.list tbody tr');
     await rows.first().waitFor();
     assert.equal(await rows.count(), 50);
-    assert.deepEqual(await rows.nth(0).locator('td').allInnerTexts(), ['fleet/svc-00', '1']);
+    const [name, count, pushed] = await rows.nth(0).locator('td').allInnerTexts();
+    assert.deepEqual([name, count], ['fleet/svc-00', '1']);
+    assert.match(pushed, /^\d{4}-\d\d-\d\d \d\d:\d\d$/);
 
     await page.getByRole('link', { name: 'Next page' }).click();
     await page.waitForURL(/last=fleet%2Fsvc-49/);
