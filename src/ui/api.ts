@@ -11,7 +11,7 @@ import type { Services } from '../http/context.js';
 import { authorizeRequest } from '../http/authorize.js';
 import { clientGone } from '../http/client-gone.js';
 import { queryValue } from '../http/body.js';
-import { pageOf, parsePagination } from '../http/pagination.js';
+import { parsePagination } from '../http/pagination.js';
 import { isDigest, parseDigest } from '../registry/digest.js';
 import * as layout from '../registry/layout.js';
 import { RegistryError } from '../registry/errors.js';
@@ -21,7 +21,8 @@ import { mapLimited } from '../registry/pool.js';
 import { readRevisionMeta } from '../registry/revision-meta.js';
 import type { StorageDriver } from '../storage/driver.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
-import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, TagPage, TagRow } from './wire.js';
+import { parseFrom, parseSort, summaryCache, tagPage, type SummaryCache, type TagSource } from './tag-list.js';
+import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, TagPage } from './wire.js';
 
 /** what the registry page shows beyond the settings (attach() of the feature fills it in) */
 export interface RegistryState {
@@ -32,13 +33,15 @@ export interface RegistryState {
   figures?(): Record<string, Record<string, number>>;
   /** the failing health checks by name (empty: ready) */
   health?(): Promise<Record<string, string>>;
+  /** manifest summaries by name@digest, for sorted tag lists (made on first use) */
+  summaries?: SummaryCache;
   /** version, storage driver, modes */
   about: Omit<RegistryAbout, 'healthy' | 'failing' | 'notifications' | 'figures'>;
 }
 
 /** repositories one page of the list may hold */
 const REPOSITORY_PAGE = { defaultN: 50, max: 200 };
-/** tags one page may hold: each costs a manifest read and a config read */
+/** tags one page may hold: each costs a manifest read and a config read (unless its summary is kept) */
 const TAG_PAGE = { defaultN: 25, max: 100 };
 /** catalog entries read at a time while searching */
 const CATALOG_CHUNK = 500;
@@ -109,22 +112,25 @@ async function repositories(req: FastifyRequest, services: Services, state: Regi
   return { repositories: rows, pushLookup: PUSH_LOOKUP_TAGS, next: more ? names[names.length - 1] : undefined };
 }
 
-/** GET /ui/api/repositories/<name>/tags/list?n=&last=: a page of tags, each with its manifest's summary */
+/** GET /ui/api/repositories/<name>/tags/list?n=&sort=&desc=1&last=|from=: a page of tags, each with its manifest's summary, sorted (tag-list.ts) */
 async function tags(req: FastifyRequest, services: Services, state: RegistryState, name: string): Promise<TagPage> {
   await authorize(req, services, [pull(name)]);
   const page = parsePagination(req, TAG_PAGE);
-  const all = await services.content.tags(name);
-  const { items, more } = pageOf(all, page);
-  const rows = await mapLimited(items, PAGE_CONCURRENCY, async (tag): Promise<TagRow> => {
-    try {
+  const [sort, from] = [parseSort(queryValue(req, 'sort')), parseFrom(queryValue(req, 'from'))];
+  const summaries = (state.summaries ??= summaryCache());
+  const source: TagSource = {
+    name,
+    tags: await services.content.tags(name),
+    async summary(tag) {
       const stored = await services.content.manifest(name, { tag });
-      const [summary, pushed] = await Promise.all([summarize(services.content, name, stored), tagPushed(state, name, tag)]);
-      return { tag, ...summary, pushed: pushed === undefined ? undefined : new Date(pushed).toISOString() };
-    } catch (err) {
-      return { tag, error: (err as Error).message };
-    }
-  });
-  return { name, total: all.length, tags: rows, next: more ? items[items.length - 1] : undefined };
+      const key = `${name}@${stored.digest}`;
+      let summary = summaries.get(key);
+      if (!summary) summaries.set(key, (summary = await summarize(services.content, name, stored)));
+      return summary;
+    },
+    pushed: (tag) => tagPushed(state, name, tag),
+  };
+  return tagPage(source, { n: page.n, last: page.last, from, sort, desc: queryValue(req, 'desc') === '1' });
 }
 
 /**

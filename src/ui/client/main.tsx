@@ -17,7 +17,7 @@ function Content({ view }: { view: View }) {
     case 'repositories':
       return <Repositories q={view.q} last={view.last} />;
     case 'repository':
-      return <Repository name={view.name} last={view.last} sort={view.sort} desc={view.desc} />;
+      return <Repository name={view.name} last={view.last} from={view.from} sort={view.sort} desc={view.desc} />;
     case 'manifest':
       return <Manifest name={view.name} reference={view.reference} />;
     case 'registry':

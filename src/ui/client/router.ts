@@ -6,7 +6,7 @@ export const UI = `${settings.prefix}/ui`;
 
 export type View =
   | { kind: 'repositories'; q: string; last?: string }
-  | { kind: 'repository'; name: string; last?: string; sort?: string; desc: boolean }
+  | { kind: 'repository'; name: string; last?: string; from?: string; sort?: string; desc: boolean }
   | { kind: 'manifest'; name: string; reference: string }
   | { kind: 'registry' }
   | { kind: 'login'; next?: string }
@@ -25,7 +25,7 @@ export function parseView(pathname: string, search: string): View {
   // a path ending in `/manifests/<one segment>` is a manifest (the name is everything before that
   // last `/manifests/`); a repository whose own name ends so is written with its last `/` as %2F
   if ((m = MANIFEST_PATH.exec(path))) return { kind: 'manifest', name: decodeURIComponent(m[1]), reference: decodeURIComponent(m[2]) };
-  if ((m = /^\/repositories\/(.+)$/.exec(path))) return { kind: 'repository', name: decodeURIComponent(m[1]), last, sort: query.get('sort') ?? undefined, desc: query.get('desc') === '1' };
+  if ((m = /^\/repositories\/(.+)$/.exec(path))) return { kind: 'repository', name: decodeURIComponent(m[1]), last, from: query.get('from') || undefined, sort: query.get('sort') || undefined, desc: query.get('desc') === '1' };
   return { kind: 'missing', path: pathname };
 }
 
