@@ -118,6 +118,14 @@ describe('web interface: access', needBrowser(), () => {
     });
     after(() => registry?.stop());
 
+    /** the interface's sign-in form, filled in and sent */
+    const signIn = async (page: Page, user: keyof typeof USERS) => {
+      await page.goto(`${registry.url}/ui/login`);
+      await page.getByLabel('Username').fill(user);
+      await page.getByLabel('Password').fill(USERS[user]);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+    };
+
     it('shows an anonymous visitor what anonymous may pull, and a signed-in reader their repositories, not more', async () => {
       const { page, problems } = await openPage(browser);
       await page.goto(`${registry.url}/ui/`);
@@ -162,10 +170,7 @@ describe('web interface: access', needBrowser(), () => {
 
     it('a refresh token the issuer no longer takes (the password changed) signs the tab out, with no login dialog', async () => {
       const { page } = await openPage(browser);
-      await page.goto(`${registry.url}/ui/login`);
-      await page.getByLabel('Username').fill('reader');
-      await page.getByLabel('Password').fill(USERS.reader);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await signIn(page, 'reader');
       await page.getByRole('link', { name: 'team/web' }).waitFor();
       try {
         await writeHtpasswd(join(dir, 'htpasswd'), { ...USERS, reader: 'a-new-password' });
@@ -185,10 +190,7 @@ describe('web interface: access', needBrowser(), () => {
 
     it('the admin signs in and sees every repository and the registry page', async () => {
       const { page } = await openPage(browser);
-      await page.goto(`${registry.url}/ui/login`);
-      await page.getByLabel('Username').fill('admin');
-      await page.getByLabel('Password').fill(USERS.admin);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await signIn(page, 'admin');
       await page.getByRole('link', { name: 'secret/keys' }).waitFor();
       assert.deepEqual(await listed(page), NAMES);
       await page.getByRole('link', { name: 'Registry', exact: true }).click();
