@@ -78,9 +78,9 @@ const pull = (name: string): AccessRequest => ({ type: 'repository', name, actio
 /**
  * GET /ui/api/repositories?q=&n=&last=: the repositories the caller may pull whose name holds `q`,
  * with their tag counts and last push (the newest of their tags' pushes; not looked up for a
- * repository of more than PUSH_LOOKUP_TAGS tags, which would cost a read per tag). The catalog is read a chunk at a time until the page is full, so a
- * registry of 100,000 repositories is never held in memory; a search the browser gave up on (the
- * user typed on) stops walking.
+ * repository of more than PUSH_LOOKUP_TAGS tags, which would cost a read per tag). The catalog is
+ * read a chunk at a time until the page is full, so a registry of 100,000 repositories is never
+ * held in memory; a search the browser gave up on (the user typed on) stops walking.
  */
 async function repositories(req: FastifyRequest, services: Services, state: RegistryState, gone: AbortSignal): Promise<RepositoryPage> {
   const grant = await authorize(req, services, []);
