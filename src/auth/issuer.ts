@@ -7,6 +7,8 @@
  *   No credentials: a token with what `anonymous` may do. Wrong credentials: 401.
  * - `POST <path>` (OAuth2, form encoded): `grant_type=password` (username, password) or
  *   `grant_type=refresh_token` (refresh_token); `access_type=offline` also returns a refresh token.
+ *   A wrong password or refresh token: InvalidGrant (400 `invalid_grant`, RFC 6749 5.2), with no
+ *   Basic challenge, which would open a browser's login dialog over the web interface's form.
  *
  * Tokens are signed with the configured private key (RSA: RS256, EC P-256: ES256, Ed25519: EdDSA),
  * with `kid` the key's libtrust key ID, so a Distribution given a certificate of the key trusts them
@@ -86,7 +88,7 @@ export class TokenIssuer {
     if (grant === 'password') {
       const user = form.get('username') ?? '';
       const password = form.get('password') ?? '';
-      if (!(await this.checkPassword(user, password, address))) throw this.badCredentials();
+      if (!(await this.checkPassword(user, password, address))) throw new InvalidGrant('invalid username or password');
       return this.issue(user, scopes, offline);
     }
     if (grant === 'refresh_token') {
@@ -102,6 +104,7 @@ export class TokenIssuer {
     }
   }
 
+  /** GET with wrong Basic credentials: 401 and a Basic challenge, as Distribution's token spec says */
   private badCredentials(): RegistryError {
     return new RegistryError('UNAUTHORIZED', 'invalid username or password', {
       headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` },
@@ -178,15 +181,23 @@ export class TokenIssuer {
         clockTolerance: LEEWAY_SECONDS,
       }));
     } catch (err) {
-      throw new RegistryError('UNAUTHORIZED', `invalid refresh token: ${(err as Error).message}`, { headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` } });
+      throw new InvalidGrant(`invalid refresh token: ${(err as Error).message}`);
     }
-    if (typeof sub !== 'string' || !this.options.htpasswd.has(sub)) {
-      throw new RegistryError('UNAUTHORIZED', 'the refresh token names no current user', { headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` } });
-    }
+    if (typeof sub !== 'string' || !this.options.htpasswd.has(sub)) throw new InvalidGrant('the refresh token names no current user');
     if (typeof cred !== 'string' || cred !== this.options.htpasswd.credential(sub)) {
-      throw new RegistryError('UNAUTHORIZED', "the refresh token was issued for the user's previous password: log in again", { headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` } });
+      throw new InvalidGrant("the refresh token was issued for the user's previous password: log in again");
     }
     return sub;
+  }
+}
+
+/**
+ * A POST whose password or refresh token is wrong: 400 `invalid_grant` (RFC 6749 5.2), the
+ * registry's UNAUTHORIZED entry beside it for clients that read Distribution's error body
+ */
+export class InvalidGrant extends RegistryError {
+  constructor(message: string) {
+    super('UNAUTHORIZED', message, { status: 400 });
   }
 }
 

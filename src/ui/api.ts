@@ -11,8 +11,9 @@ import type { Services } from '../http/context.js';
 import { authorizeRequest } from '../http/authorize.js';
 import { clientGone } from '../http/client-gone.js';
 import { queryValue } from '../http/body.js';
-import { pageOf, parsePagination } from '../http/pagination.js';
+import { parsePagination } from '../http/pagination.js';
 import { isDigest, parseDigest } from '../registry/digest.js';
+import * as layout from '../registry/layout.js';
 import { RegistryError } from '../registry/errors.js';
 import type { Reference } from '../registry/manifest-store.js';
 import { checkRepositoryName, checkTag } from '../registry/names.js';
@@ -20,7 +21,8 @@ import { mapLimited } from '../registry/pool.js';
 import { readRevisionMeta } from '../registry/revision-meta.js';
 import type { StorageDriver } from '../storage/driver.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
-import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, TagPage, TagRow } from './wire.js';
+import { parseFrom, parseSort, summaryCache, tagPage, type SummaryCache, type TagSource } from './tag-list.js';
+import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, TagPage } from './wire.js';
 
 /** what the registry page shows beyond the settings (attach() of the feature fills it in) */
 export interface RegistryState {
@@ -31,23 +33,29 @@ export interface RegistryState {
   figures?(): Record<string, Record<string, number>>;
   /** the failing health checks by name (empty: ready) */
   health?(): Promise<Record<string, string>>;
+  /** manifest summaries by name@digest, for sorted tag lists (made on first use) */
+  summaries?: SummaryCache;
   /** version, storage driver, modes */
   about: Omit<RegistryAbout, 'healthy' | 'failing' | 'notifications' | 'figures'>;
 }
 
 /** repositories one page of the list may hold */
 const REPOSITORY_PAGE = { defaultN: 50, max: 200 };
-/** tags one page may hold: each costs a manifest read and a config read */
+/** tags one page may hold: each costs a manifest read and a config read (unless its summary is kept) */
 const TAG_PAGE = { defaultN: 25, max: 100 };
 /** catalog entries read at a time while searching */
 const CATALOG_CHUNK = 500;
 /** tags looked at for "which tags name this digest" (a delete's confirmation) */
 const TAG_SCAN_LIMIT = 1000;
 const PAGE_CONCURRENCY = 4;
+/** tags whose push times are read for a repository's last push in the list (50 repositories a page: 5,000 reads at most) */
+const PUSH_LOOKUP_TAGS = 100;
 
 const ROUTES: [RegExp, (m: RegExpExecArray, req: FastifyRequest, services: Services, state: RegistryState, reply: FastifyReply) => Promise<unknown>][] = [
-  [/^\/ui\/api\/repositories$/, (_m, req, services, _state, reply) => repositories(req, services, clientGone(reply))],
-  [/^\/ui\/api\/repositories\/(.+)\/tags$/, (m, req, services, state) => tags(req, services, state, checkRepositoryName(m[1]))],
+  [/^\/ui\/api\/repositories$/, (_m, req, services, state, reply) => repositories(req, services, state, clientGone(reply))],
+  // `tags/list` as in the V2 API: no path ends both in `/tags/list` and in `/manifests/<reference>`,
+  // so the greedy name is right even for names holding `/manifests/` or `/tags/` (legal in OCI)
+  [/^\/ui\/api\/repositories\/(.+)\/tags\/list$/, (m, req, services, state) => tags(req, services, state, checkRepositoryName(m[1]))],
   [/^\/ui\/api\/repositories\/(.+)\/manifests\/([^/]+)$/, (m, req, services, state) => manifest(req, services, state, checkRepositoryName(m[1]), m[2])],
   [/^\/ui\/api\/registry$/, (_m, req, services, state) => registry(req, services, state)],
 ];
@@ -69,11 +77,12 @@ const pull = (name: string): AccessRequest => ({ type: 'repository', name, actio
 
 /**
  * GET /ui/api/repositories?q=&n=&last=: the repositories the caller may pull whose name holds `q`,
- * with their tag counts. The catalog is read a chunk at a time until the page is full, so a
- * registry of 100,000 repositories is never held in memory; a search the browser gave up on (the
- * user typed on) stops walking.
+ * with their tag counts and last push (the newest of their tags' pushes; not looked up for a
+ * repository of more than PUSH_LOOKUP_TAGS tags, which would cost a read per tag). The catalog is
+ * read a chunk at a time until the page is full, so a registry of 100,000 repositories is never
+ * held in memory; a search the browser gave up on (the user typed on) stops walking.
  */
-async function repositories(req: FastifyRequest, services: Services, gone: AbortSignal): Promise<RepositoryPage> {
+async function repositories(req: FastifyRequest, services: Services, state: RegistryState, gone: AbortSignal): Promise<RepositoryPage> {
   const grant = await authorize(req, services, []);
   const page = parsePagination(req, REPOSITORY_PAGE);
   const q = (queryValue(req, 'q') ?? '').trim().toLowerCase();
@@ -92,25 +101,36 @@ async function repositories(req: FastifyRequest, services: Services, gone: Abort
     last = chunk.repositories[chunk.repositories.length - 1];
   }
   const names = found.slice(0, page.n);
-  const counts = await mapLimited(names, PAGE_CONCURRENCY * 2, async (name) => (await services.content.tags(name).catch(() => undefined))?.length);
-  return { repositories: names.map((name, i) => ({ name, tags: counts[i] })), next: more ? names[names.length - 1] : undefined };
+  const rows = await mapLimited(names, PAGE_CONCURRENCY * 2, async (name): Promise<RepositoryPage['repositories'][number]> => {
+    const tags = await services.content.tags(name).catch(() => undefined);
+    if (!tags) return { name };
+    if (tags.length > PUSH_LOOKUP_TAGS) return { name, tags: tags.length };
+    const times = await mapLimited(tags, PAGE_CONCURRENCY, (tag) => tagPushed(state, name, tag));
+    const newest = Math.max(...times.filter((t): t is number => t !== undefined));
+    return { name, tags: tags.length, pushed: Number.isFinite(newest) ? new Date(newest).toISOString() : undefined };
+  });
+  return { repositories: rows, pushLookup: PUSH_LOOKUP_TAGS, next: more ? names[names.length - 1] : undefined };
 }
 
-/** GET /ui/api/repositories/<name>/tags?n=&last=: a page of tags, each with its manifest's summary */
+/** GET /ui/api/repositories/<name>/tags/list?n=&sort=&desc=1&last=|from=: a page of tags, each with its manifest's summary, sorted (tag-list.ts) */
 async function tags(req: FastifyRequest, services: Services, state: RegistryState, name: string): Promise<TagPage> {
   await authorize(req, services, [pull(name)]);
   const page = parsePagination(req, TAG_PAGE);
-  const all = await services.content.tags(name);
-  const { items, more } = pageOf(all, page);
-  const rows = await mapLimited(items, PAGE_CONCURRENCY, async (tag): Promise<TagRow> => {
-    try {
+  const [sort, from] = [parseSort(queryValue(req, 'sort')), parseFrom(queryValue(req, 'from'))];
+  const summaries = (state.summaries ??= summaryCache());
+  const source: TagSource = {
+    name,
+    tags: await services.content.tags(name),
+    async summary(tag) {
       const stored = await services.content.manifest(name, { tag });
-      return { tag, ...(await summarize(services.content, name, stored)), pushed: await pushedAt(state, name, stored.digest) };
-    } catch (err) {
-      return { tag, error: (err as Error).message };
-    }
-  });
-  return { name, total: all.length, tags: rows, next: more ? items[items.length - 1] : undefined };
+      const key = `${name}@${stored.digest}`;
+      let summary = summaries.get(key);
+      if (!summary) summaries.set(key, (summary = await summarize(services.content, name, stored)));
+      return summary;
+    },
+    pushed: (tag) => tagPushed(state, name, tag),
+  };
+  return tagPage(source, { n: page.n, last: page.last, from, sort, desc: queryValue(req, 'desc') === '1' });
 }
 
 /**
@@ -178,6 +198,15 @@ async function tagsNaming(services: Services, name: string, digest: string): Pro
   const scanned = all.slice(0, TAG_SCAN_LIMIT);
   const resolved = await mapLimited(scanned, PAGE_CONCURRENCY * 2, (tag) => services.tags.resolve(name, tag).catch(() => undefined));
   return { tags: scanned.filter((_, i) => resolved[i] === digest), scanned: scanned.length, total: all.length };
+}
+
+/**
+ * when `tag` was last pushed: the modification time of its `current` link, which every push by
+ * tag writes (content written by Distribution has it too); undefined when it cannot be read
+ */
+async function tagPushed(state: RegistryState, name: string, tag: string): Promise<number | undefined> {
+  if (!state.driver) return undefined;
+  return (await state.driver.stat(layout.tagCurrentLink(name, tag)).catch(() => undefined))?.modTime.getTime();
 }
 
 async function pushedAt(state: RegistryState, name: string, digest: string): Promise<string | undefined> {

@@ -58,19 +58,26 @@ export interface Unreadable {
 
 /** GET /ui/api/repositories */
 export interface RepositoryPage {
-  repositories: { name: string; tags?: number }[];
+  /** `pushed`: the newest push among the repository's tags (ISO 8601), when looked up */
+  repositories: { name: string; tags?: number; pushed?: string }[];
+  /** last push is looked up only for repositories of at most this many tags */
+  pushLookup: number;
   /** the `last` of the next page, when there is one */
   next?: string;
 }
 
+/** `pushed`: when the tag was last pushed (the manifest page's `pushed` is the manifest's, by any tag or digest) */
 export type TagRow = { tag: string } & (Summary & { pushed?: string } | { error: string });
 
-/** GET /ui/api/repositories/<name>/tags */
+/** GET /ui/api/repositories/<name>/tags/list?n=&sort=&desc=1&last= (by name) or &from= (by another column) */
 export interface TagPage {
   name: string;
   total: number;
   tags: TagRow[];
-  next?: string;
+  /** the query parameters of the next page, when there is one */
+  next?: { last?: string; from?: string };
+  /** sorted by a column other than the name over only the first this many tags (by name) of `total` */
+  sortedAmong?: number;
 }
 
 /** the image config fields the manifest page shows */

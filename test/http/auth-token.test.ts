@@ -319,8 +319,22 @@ describe('token authentication', needTool('openssl', 'certificates for x5c chain
       const asAccess = await manifest(bearer(body.refresh_token!));
       assert.equal(asAccess.status, 401);
       assert.equal(parseChallenge(asAccess.headers.get('www-authenticate')).error, 'invalid_token');
-      assert.equal((await post({ grant_type: 'password', username: 'admin', password: 'nope', service: SERVICE })).status, 401);
-      assert.equal((await post({ grant_type: 'refresh_token', refresh_token: full, service: SERVICE })).status, 401, 'an access token is no refresh token');
+      // OAuth2's answer to a wrong grant (RFC 6749 5.2): 400 invalid_grant, no Basic challenge (a browser would open its login dialog)
+      for (const [form, message] of [
+        [{ grant_type: 'password', username: 'admin', password: 'nope', service: SERVICE }, /^invalid username or password$/],
+        [{ grant_type: 'password', username: 'nobody', password: 'admin-pw', service: SERVICE }, /^invalid username or password$/],
+        [{ grant_type: 'refresh_token', refresh_token: full, service: SERVICE }, /^invalid refresh token/], // an access token is no refresh token
+      ] as const) {
+        const refused = await post(form);
+        assert.equal(refused.status, 400, JSON.stringify(form));
+        assert.equal(refused.headers.get('www-authenticate'), null);
+        assert.equal(refused.headers.get('cache-control'), 'no-store');
+        const body = (await refused.json()) as { error: string; error_description: string; errors: { code: string; message: string }[] };
+        assert.equal(body.error, 'invalid_grant');
+        assert.match(body.error_description, message);
+        assert.deepEqual(body.errors.map((e) => e.code), ['UNAUTHORIZED']);
+        assert.equal(body.errors[0].message, body.error_description);
+      }
       assert.equal((await post({ grant_type: 'client_credentials', service: SERVICE })).status, 400);
     });
 
@@ -340,14 +354,16 @@ describe('token authentication', needTool('openssl', 'certificates for x5c chain
         await writeHtpasswd(path, { ...USERS, reader: 'a-new-password' });
         await new Promise((resolve) => setTimeout(resolve, 1100)); // the file is checked once a second
         const refused = await refresh(old);
-        assert.equal(refused.status, 401);
-        assert.match(((await refused.json()) as { errors: { message: string }[] }).errors[0].message, /previous password: log in again/);
+        assert.equal(refused.status, 400);
+        const body = (await refused.json()) as { error: string; errors: { message: string }[] };
+        assert.equal(body.error, 'invalid_grant');
+        assert.match(body.errors[0].message, /previous password: log in again/);
         const fresh = await login('a-new-password');
         assert.equal((await refresh(fresh)).status, 200);
         const { reader: _removed, ...others } = USERS;
         await writeHtpasswd(path, others);
         await new Promise((resolve) => setTimeout(resolve, 1100));
-        assert.equal((await refresh(fresh)).status, 401, 'a removed user');
+        assert.equal((await refresh(fresh)).status, 400, 'a removed user');
       } finally {
         await writeHtpasswd(path, USERS);
         await new Promise((resolve) => setTimeout(resolve, 1100));

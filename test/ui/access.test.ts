@@ -118,6 +118,14 @@ describe('web interface: access', needBrowser(), () => {
     });
     after(() => registry?.stop());
 
+    /** the interface's sign-in form, filled in and sent */
+    const signIn = async (page: Page, user: keyof typeof USERS) => {
+      await page.goto(`${registry.url}/ui/login`);
+      await page.getByLabel('Username').fill(user);
+      await page.getByLabel('Password').fill(USERS[user]);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+    };
+
     it('shows an anonymous visitor what anonymous may pull, and a signed-in reader their repositories, not more', async () => {
       const { page, problems } = await openPage(browser);
       await page.goto(`${registry.url}/ui/`);
@@ -126,8 +134,14 @@ describe('web interface: access', needBrowser(), () => {
       await page.getByRole('link', { name: 'Sign in' }).click();
       await page.getByLabel('Username').fill('reader');
       await page.getByLabel('Password').fill('not-the-password');
+      // the issuer's answer: 400 invalid_grant without a Basic challenge, so no browser login dialog
+      const refused = page.waitForResponse((res) => res.url().endsWith('/auth/token') && res.request().method() === 'POST');
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByText('wrong username or password').waitFor();
+      assert.equal((await refused).status(), 400);
+      assert.equal(await (await refused).headerValue('www-authenticate'), null);
+      await page.getByRole('alert').waitFor();
+      assert.equal(await page.getByRole('alert').innerText(), 'Wrong user name or password.');
+      assert.equal(await page.getByLabel('Username').inputValue(), 'reader');
 
       await page.getByLabel('Password').fill(USERS.reader);
       await page.getByRole('button', { name: 'Sign in' }).click();
@@ -151,15 +165,32 @@ describe('web interface: access', needBrowser(), () => {
 
       await page.getByRole('button', { name: 'Sign out reader' }).click();
       assert.deepEqual(await listed(page), ['public/docs']);
-      assert.deepEqual(problems.filter((p) => !/status of 40[13]/.test(p)), []);
+      assert.deepEqual(problems.filter((p) => !/status of 40[013]/.test(p)), []);
+    });
+
+    it('a refresh token the issuer no longer takes (the password changed) signs the tab out, with no login dialog', async () => {
+      const { page } = await openPage(browser);
+      await signIn(page, 'reader');
+      await page.getByRole('link', { name: 'team/web' }).waitFor();
+      try {
+        await writeHtpasswd(join(dir, 'htpasswd'), { ...USERS, reader: 'a-new-password' });
+        await new Promise((resolve) => setTimeout(resolve, 1100)); // the file is checked once a second
+        const refused = page.waitForResponse((res) => res.url().endsWith('/auth/token') && res.request().method() === 'POST');
+        await page.reload();
+        assert.equal((await refused).status(), 400);
+        assert.equal(await (await refused).headerValue('www-authenticate'), null);
+        await page.getByRole('link', { name: 'Sign in' }).waitFor();
+        assert.deepEqual(await listed(page), ['public/docs']);
+        assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.refresh')), null);
+      } finally {
+        await writeHtpasswd(join(dir, 'htpasswd'), USERS);
+        await new Promise((resolve) => setTimeout(resolve, 1100));
+      }
     });
 
     it('the admin signs in and sees every repository and the registry page', async () => {
       const { page } = await openPage(browser);
-      await page.goto(`${registry.url}/ui/login`);
-      await page.getByLabel('Username').fill('admin');
-      await page.getByLabel('Password').fill(USERS.admin);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await signIn(page, 'admin');
       await page.getByRole('link', { name: 'secret/keys' }).waitFor();
       assert.deepEqual(await listed(page), NAMES);
       await page.getByRole('link', { name: 'Registry', exact: true }).click();

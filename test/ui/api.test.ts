@@ -14,6 +14,16 @@ import { errorCodes } from '../helpers/blobs.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
 import { buildAssets } from '../helpers/ui.js';
 
+/** a page of the repository list, each last push checked to be a time of this run and left out */
+async function listed(base: string, path: string): Promise<{ repositories: { name: string; tags?: number; pushed?: string }[] }> {
+  const body = (await (await fetch(base + path)).json()) as { repositories: { name: string; tags?: number; pushed?: string }[] };
+  for (const r of body.repositories) {
+    assert.ok(Date.now() - Date.parse(r.pushed!) < 600_000, `${r.name} last pushed ${r.pushed}`);
+    delete r.pushed;
+  }
+  return body;
+}
+
 describe('web interface helpers', () => {
   let registry: TestRegistry;
   let index: Image;
@@ -25,17 +35,17 @@ describe('web interface helpers', () => {
   });
   after(() => registry?.stop());
 
-  it('lists repositories with tag counts and pages them with next', async () => {
-    const first = await (await fetch(`${registry.url}/ui/api/repositories?n=1`)).json();
-    assert.deepEqual(first, { repositories: [{ name: 'lib/many', tags: 3 }], next: 'lib/many' });
-    const second = await (await fetch(`${registry.url}/ui/api/repositories?n=1&last=lib/many`)).json();
-    assert.deepEqual(second, { repositories: [{ name: 'lib/multi', tags: 2 }] });
-    const found = await (await fetch(`${registry.url}/ui/api/repositories?q=MULTI`)).json();
-    assert.deepEqual(found, { repositories: [{ name: 'lib/multi', tags: 2 }] });
+  it('lists repositories with tag counts and last push and pages them with next', async () => {
+    const first = await listed(registry.url, '/ui/api/repositories?n=1');
+    assert.deepEqual(first, { repositories: [{ name: 'lib/many', tags: 3 }], pushLookup: 100, next: 'lib/many' });
+    const second = await listed(registry.url, '/ui/api/repositories?n=1&last=lib/many');
+    assert.deepEqual(second, { repositories: [{ name: 'lib/multi', tags: 2 }], pushLookup: 100 });
+    const found = await listed(registry.url, '/ui/api/repositories?q=MULTI');
+    assert.deepEqual(found, { repositories: [{ name: 'lib/multi', tags: 2 }], pushLookup: 100 });
   });
 
   it('summarises each tag: a docker manifest list with platforms and total size, a schema1 image with its layer sizes', async () => {
-    const res = await fetch(`${registry.url}/ui/api/repositories/lib/multi/tags`);
+    const res = await fetch(`${registry.url}/ui/api/repositories/lib/multi/tags/list`);
     assert.equal(res.headers.get('cache-control'), 'no-store');
     const body = (await res.json()) as { total: number; tags: { tag: string; digest: string; size: number; platforms: string[]; mediaType: string; created: string; pushed: string }[] };
     assert.equal(body.total, 2);
@@ -53,13 +63,13 @@ describe('web interface helpers', () => {
 
   it('answers bad input with the spec\'s errors', async () => {
     const cases: [string, number, string][] = [
-      ['/ui/api/repositories/Bad/tags', 400, 'NAME_INVALID'],
-      ['/ui/api/repositories/lib/none/tags', 404, 'NAME_UNKNOWN'],
+      ['/ui/api/repositories/Bad/tags/list', 400, 'NAME_INVALID'],
+      ['/ui/api/repositories/lib/none/tags/list', 404, 'NAME_UNKNOWN'],
       ['/ui/api/repositories/lib/multi/manifests/nope', 404, 'MANIFEST_UNKNOWN'],
       ['/ui/api/repositories/lib/multi/manifests/sha256:xyz', 400, 'DIGEST_INVALID'],
       ['/ui/api/repositories/lib/multi/manifests/-bad-tag', 400, 'TAG_INVALID'],
       ['/ui/api/repositories?n=5000', 400, 'PAGINATION_NUMBER_INVALID'],
-      ['/ui/api/repositories/lib/multi/tags?n=x', 400, 'PAGINATION_NUMBER_INVALID'],
+      ['/ui/api/repositories/lib/multi/tags/list?n=x', 400, 'PAGINATION_NUMBER_INVALID'],
       ['/ui/api/nothing', 404, 'NOT_FOUND'],
     ];
     for (const [path, status, code] of cases) {
@@ -104,8 +114,7 @@ describe('web interface helpers: rate limits and prefix', () => {
       const html = await page.text();
       assert.match(html, /src="\/registry\/ui\/assets\/main-[A-Z0-9]{8}\.js"/);
       assert.match(html, /"prefix":"\/registry"/);
-      const api = await fetch(`${registry.url}/registry/ui/api/repositories`);
-      assert.deepEqual(await api.json(), { repositories: [{ name: 'lib/app', tags: 1 }] });
+      assert.deepEqual(await listed(registry.url, '/registry/ui/api/repositories'), { repositories: [{ name: 'lib/app', tags: 1 }], pushLookup: 100 });
       const root = await fetch(`${registry.url}/`, { headers: { accept: 'text/html' }, redirect: 'manual' });
       assert.equal(root.status, 302);
       assert.equal(root.headers.get('location'), '/registry/ui/');

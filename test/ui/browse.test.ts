@@ -11,6 +11,8 @@ import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
 import { launchBrowser, needBrowser, openPage } from '../helpers/ui.js';
 
+/** a size as the interface writes it */
+const size = (bytes: number) => (bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(bytes < 10 * 1024 ? 1 : 0)} KiB`);
 const FLEET = Array.from({ length: 56 }, (_, i) => `fleet/svc-${String(i).padStart(2, '0')}`);
 const SIGNATURE = 'application/vnd.dev.cosign.artifact.sig.v1+json';
 const SBOM = 'application/vnd.example.sbom.v1+json';
@@ -38,13 +40,15 @@ describe('web interface: browsing', needBrowser(), () => {
     await registry?.stop();
   });
 
-  it('lists the repositories 50 at a time with their tag counts, searches them, and the URL survives a reload', async () => {
+  it('lists the repositories 50 at a time with their tag counts and last push, searches them, and the URL survives a reload', async () => {
     const { page, problems } = await openPage(browser);
     await page.goto(`${registry.url}/ui/`);
     const rows = page.locator('table.list tbody tr');
     await rows.first().waitFor();
     assert.equal(await rows.count(), 50);
-    assert.deepEqual(await rows.nth(0).locator('td').allInnerTexts(), ['fleet/svc-00', '1']);
+    const [name, count, pushed] = await rows.nth(0).locator('td').allInnerTexts();
+    assert.deepEqual([name, count], ['fleet/svc-00', '1']);
+    assert.match(pushed, /^\d{4}-\d\d-\d\d \d\d:\d\d$/);
 
     await page.getByRole('link', { name: 'Next page' }).click();
     await page.waitForURL(/last=fleet%2Fsvc-49/);
@@ -82,6 +86,9 @@ describe('web interface: browsing', needBrowser(), () => {
     const total = index.children.flatMap((c) => c.blobs).reduce((sum, b) => sum + b.size, 0);
     assert.equal(cells[3], `${(total / 1024).toFixed(1)} KiB`);
     assert.equal(cells[4], 'linux/amd64, linux/arm64/v8');
+    // created: the newest child's image config `created`, to the minute
+    const created = index.children.map((c) => (JSON.parse(c.blobs[0].data.toString()) as { created: string }).created).sort().pop()!;
+    assert.equal(cells[5], created.slice(0, 16).replace('T', ' '));
 
     await row.getByRole('link', { name: '1.0' }).click();
     await page.waitForURL(`${registry.url}/ui/repositories/multi/app/manifests/1.0`);
@@ -100,8 +107,14 @@ describe('web interface: browsing', needBrowser(), () => {
     for (const [i, blob] of arm.blobs.entries()) {
       assert.equal(await layers.nth(i).locator('code').getAttribute('title'), blob.digest);
       assert.equal(await layers.nth(i).locator('td').nth(2).innerText(), blob.mediaType);
+      assert.equal(await layers.nth(i).locator('td').nth(3).innerText(), size(blob.size));
     }
-    assert.match(await page.locator('section[aria-labelledby="config"]').innerText(), /Cmd\s+\/bin\/sh/);
+    const config = page.locator('section[aria-labelledby="config"]');
+    assert.match(await config.innerText(), /Cmd\s+\/bin\/sh/);
+    assert.match(await config.innerText(), /Working directory\s+\//);
+    assert.match(await config.innerText(), /Environment\s+PATH=\/usr\/local\/sbin:/);
+    await config.getByText(`History (${arm.blobs.length - 1} steps)`).click();
+    assert.match(await config.locator('ol.history').innerText(), /\/bin\/sh -c #\(nop\) ADD file:0 in \//);
     assert.deepEqual(problems, []);
   });
 

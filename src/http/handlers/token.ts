@@ -1,7 +1,12 @@
-/** The built-in token issuer's endpoint (GET and POST on auth.token.autoredirectpath, default /auth/token). */
+/**
+ * The built-in token issuer's endpoint (GET and POST on auth.token.autoredirectpath, default
+ * /auth/token). A POST refused for its grant answers as OAuth2 asks (`error`, `error_description`)
+ * and as Distribution's clients read errors (`errors`).
+ */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { TokenIssuer } from '../../auth/issuer.js';
+import { InvalidGrant, type TokenIssuer } from '../../auth/issuer.js';
 import { RegistryError } from '../../registry/errors.js';
+import { noteError } from '../access-log.js';
 import { readSmallBody } from '../body.js';
 
 const FORM_LIMIT = 64 * 1024;
@@ -17,7 +22,14 @@ export async function serveTokenRequest(req: FastifyRequest, reply: FastifyReply
       throw new RegistryError('UNSUPPORTED', 'POST a form (application/x-www-form-urlencoded) with grant_type=password or refresh_token', { status: 400 });
     }
     const body = await readSmallBody(req, FORM_LIMIT, () => new RegistryError('UNSUPPORTED', `token request form over ${FORM_LIMIT} bytes`, { status: 413 }));
-    response = await issuer.fromForm(new URLSearchParams(body.toString('utf8')), req.ip);
+    try {
+      response = await issuer.fromForm(new URLSearchParams(body.toString('utf8')), req.ip);
+    } catch (err) {
+      if (!(err instanceof InvalidGrant)) throw err;
+      noteError(req, err);
+      const answer = { error: 'invalid_grant', error_description: err.message, errors: err.entries() };
+      return reply.code(400).header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(JSON.stringify(answer));
+    }
   } else {
     reply.header('allow', 'GET, POST');
     throw new RegistryError('UNSUPPORTED', `${req.method} is not supported on the token endpoint; allowed: GET, POST`);

@@ -3,8 +3,9 @@
  * itself (its own login dialog). With token auth, a 401's Bearer challenge names the realm and the
  * scope: a token for it comes from the issuer with the refresh token of the login (kept in
  * sessionStorage, never the password), or anonymously before any login, and the request is sent again.
- * Token requests omit credentials: the issuer's 401 for a wrong password carries a Basic challenge,
- * and the browser's own login dialog must not open over the form.
+ * The issuer answers a wrong password or refresh token in a POST with 400 invalid_grant and no
+ * Basic challenge, so the browser's own login dialog never opens over the form; token requests
+ * omit credentials all the same (no cookie or remembered Basic login goes to the issuer).
  */
 import { settings } from './settings';
 
@@ -33,6 +34,9 @@ export class APIError extends Error {
 }
 
 export const signedInUser = (): string | undefined => sessionStorage.getItem(USER) ?? undefined;
+
+/** fired on window when the tab signs in or out (also when the issuer no longer takes its refresh token) */
+export const SESSION_EVENT = 'berth-session';
 
 /**
  * `path` below the prefix (`/v2/...`, `/ui/api/...`); `scope` is what the registry will ask for
@@ -87,7 +91,7 @@ async function fetchToken(challenge: Challenge): Promise<string | undefined> {
   let res: Response | undefined;
   if (refresh) {
     res = await fetch(challenge.realm, { method: 'POST', credentials: 'omit', body: form({ grant_type: 'refresh_token', refresh_token: refresh, service: challenge.service, scope: challenge.scope }) });
-    if (res.status === 401) signOut(); // expired or its user is gone: anonymous from now on
+    if (await invalidGrant(res)) signOut(); // expired, or its user or password changed: anonymous from now on
   }
   if (!res?.ok) {
     const query = new URLSearchParams();
@@ -97,6 +101,16 @@ async function fetchToken(challenge: Challenge): Promise<string | undefined> {
   }
   if (!res.ok) return undefined;
   return ((await res.json()) as { token?: string; access_token?: string }).access_token;
+}
+
+/** the issuer refused the password or refresh token (OAuth2's 400 invalid_grant) */
+async function invalidGrant(res: Response): Promise<boolean> {
+  if (res.status !== 400) return false;
+  try {
+    return ((await res.clone().json()) as { error?: string }).error === 'invalid_grant';
+  } catch {
+    return false;
+  }
 }
 
 function form(fields: Record<string, string | undefined>): URLSearchParams {
@@ -114,17 +128,19 @@ export async function signIn(username: string, password: string): Promise<void> 
     credentials: 'omit',
     body: form({ grant_type: 'password', username, password, service: lastChallenge.service, access_type: 'offline', client_id: 'berth-ui' }),
   });
-  if (res.status === 401) throw new APIError(401, 'wrong username or password');
+  if (await invalidGrant(res)) throw new APIError(res.status, 'Wrong user name or password.');
   if (!res.ok) throw await errorOf(res);
   const body = (await res.json()) as { refresh_token?: string };
   if (!body.refresh_token) throw new APIError(res.status, 'the issuer gave no refresh token');
   tokens.clear();
   sessionStorage.setItem(REFRESH, body.refresh_token);
   sessionStorage.setItem(USER, username);
+  dispatchEvent(new Event(SESSION_EVENT));
 }
 
 export function signOut(): void {
   tokens.clear();
   sessionStorage.removeItem(REFRESH);
   sessionStorage.removeItem(USER);
+  dispatchEvent(new Event(SESSION_EVENT));
 }

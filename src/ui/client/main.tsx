@@ -1,7 +1,7 @@
 /** The web interface's browser code: the frame (header, navigation) and the view the URL names. */
 import { render } from 'preact';
-import { useEffect } from 'preact/hooks';
-import { signedInUser, signOut } from './api';
+import { useEffect, useState } from 'preact/hooks';
+import { SESSION_EVENT, signedInUser, signOut } from './api';
 import { Link } from './components';
 import { href, navigate, useView, type View } from './router';
 import { settings } from './settings';
@@ -17,7 +17,7 @@ function Content({ view }: { view: View }) {
     case 'repositories':
       return <Repositories q={view.q} last={view.last} />;
     case 'repository':
-      return <Repository name={view.name} last={view.last} sort={view.sort} desc={view.desc} />;
+      return <Repository name={view.name} last={view.last} from={view.from} sort={view.sort} desc={view.desc} />;
     case 'manifest':
       return <Manifest name={view.name} reference={view.reference} />;
     case 'registry':
@@ -57,7 +57,12 @@ function App() {
     document.querySelector<HTMLElement>('main')?.focus({ preventScroll: true });
     scrollTo(0, 0);
   }, [view.kind, 'name' in view ? view.name : '', 'reference' in view ? view.reference : '']);
-  const user = signedInUser();
+  const [user, setUser] = useState(signedInUser);
+  useEffect(() => {
+    const changed = () => setUser(signedInUser());
+    addEventListener(SESSION_EVENT, changed);
+    return () => removeEventListener(SESSION_EVENT, changed);
+  }, []);
   return (
     <>
       <a class="skip" href="#main">Skip to content</a>

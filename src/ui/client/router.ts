@@ -6,11 +6,13 @@ export const UI = `${settings.prefix}/ui`;
 
 export type View =
   | { kind: 'repositories'; q: string; last?: string }
-  | { kind: 'repository'; name: string; last?: string; sort?: string; desc: boolean }
+  | { kind: 'repository'; name: string; last?: string; from?: string; sort?: string; desc: boolean }
   | { kind: 'manifest'; name: string; reference: string }
   | { kind: 'registry' }
   | { kind: 'login'; next?: string }
   | { kind: 'missing'; path: string };
+
+const MANIFEST_PATH = /^\/repositories\/(.+)\/manifests\/([^/]+)$/;
 
 export function parseView(pathname: string, search: string): View {
   const query = new URLSearchParams(search);
@@ -20,8 +22,10 @@ export function parseView(pathname: string, search: string): View {
   if (path === '/' || path === '') return { kind: 'repositories', q: query.get('q') ?? '', last };
   if (path === '/registry') return { kind: 'registry' };
   if (path === '/login') return { kind: 'login', next: query.get('next') ?? undefined };
-  if ((m = /^\/repositories\/(.+)\/manifests\/([^/]+)$/.exec(path))) return { kind: 'manifest', name: decodeURIComponent(m[1]), reference: decodeURIComponent(m[2]) };
-  if ((m = /^\/repositories\/(.+)$/.exec(path))) return { kind: 'repository', name: decodeURIComponent(m[1]), last, sort: query.get('sort') ?? undefined, desc: query.get('desc') === '1' };
+  // a path ending in `/manifests/<one segment>` is a manifest (the name is everything before that
+  // last `/manifests/`); a repository whose own name ends so is written with its last `/` as %2F
+  if ((m = MANIFEST_PATH.exec(path))) return { kind: 'manifest', name: decodeURIComponent(m[1]), reference: decodeURIComponent(m[2]) };
+  if ((m = /^\/repositories\/(.+)$/.exec(path))) return { kind: 'repository', name: decodeURIComponent(m[1]), last, from: query.get('from') || undefined, sort: query.get('sort') || undefined, desc: query.get('desc') === '1' };
   return { kind: 'missing', path: pathname };
 }
 
@@ -33,7 +37,11 @@ export function href(path: string, query: Record<string, string | undefined> = {
   return `${UI}${path}${search ? `?${search}` : ''}`;
 }
 
-export const repositoryHref = (name: string, query: Record<string, string | undefined> = {}) => href(`/repositories/${name}`, query);
+/** a repository's page: its name as it is, unless it would read as a manifest's path (`a/manifests/b`) */
+export function repositoryHref(name: string, query: Record<string, string | undefined> = {}): string {
+  const path = `/repositories/${name}`;
+  return href(MANIFEST_PATH.test(path) ? path.replace(/\/([^/]+)$/, '%2F$1') : path, query);
+}
 export const manifestHref = (name: string, reference: string) => href(`/repositories/${name}/manifests/${reference}`);
 
 export function navigate(url: string, replace = false): void {

@@ -4,7 +4,7 @@
  * deleting it when the registry allows deletes.
  */
 import { useRef, useState } from 'preact/hooks';
-import { errorOf, getJSON, request } from '../api';
+import { APIError, errorOf, getJSON, request } from '../api';
 import { Copyable, Digest, formatSize, kindOf, Link, Problem, Status, Time, useLoad } from '../components';
 import { href, manifestHref, navigate, repositoryHref } from '../router';
 import { registryHost, settings } from '../settings';
@@ -20,6 +20,11 @@ export function Manifest({ name, reference }: { name: string; reference: string 
         <Link href={href('/')}>Repositories</Link> / <Link href={repositoryHref(name)}>{name}</Link> / <span aria-current="page">{isDigestRef(reference) ? <Digest digest={reference} /> : reference}</span>
       </nav>
       <Status loaded={loaded}>{(d) => <Details detail={d} reference={reference} />}</Status>
+      {loaded.error instanceof APIError && loaded.error.status === 404 && !isDigestRef(reference) && (
+        <p>
+          This address names the manifest {reference} of {name}. Looking for the repository <Link href={repositoryHref(`${name}/manifests/${reference}`)}>{name}/manifests/{reference}</Link>?
+        </p>
+      )}
     </section>
   );
 }

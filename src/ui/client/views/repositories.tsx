@@ -1,7 +1,7 @@
-/** `/ui/`: the repositories the user may pull, searched and paged on the server (works for any catalog size). */
+/** `/ui/`: the repositories the user may pull with tag counts and last push, searched and paged on the server (works for any catalog size). */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJSON } from '../api';
-import { Link, Status, useLoad } from '../components';
+import { Link, Status, Time, useLoad } from '../components';
 import { href, navigate, repositoryHref } from '../router';
 import type { RepositoryPage as Page } from '../../wire';
 
@@ -46,6 +46,7 @@ export function Repositories({ q, last }: { q: string; last?: string }) {
                   <tr>
                     <th scope="col">Repository</th>
                     <th scope="col" class="num">Tags</th>
+                    <th scope="col">Last push</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -53,6 +54,7 @@ export function Repositories({ q, last }: { q: string; last?: string }) {
                     <tr key={r.name}>
                       <td><Link href={repositoryHref(r.name)}>{r.name}</Link></td>
                       <td class="num">{r.tags ?? '–'}</td>
+                      <td>{(r.tags ?? 0) > page.pushLookup ? <span class="muted" title={`not looked up for more than ${page.pushLookup} tags: see the repository's tags`}>–</span> : <Time at={r.pushed} />}</td>
                     </tr>
                   ))}
                 </tbody>

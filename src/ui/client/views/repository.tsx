@@ -1,8 +1,8 @@
-/** `/ui/repositories/<name>`: a page of its tags with digest, kind, size, platforms, build and push times; sortable. */
+/** `/ui/repositories/<name>`: a page of its tags with digest, kind, size, platforms, build and push times; sortable by each over the whole list. */
 import { getJSON } from '../api';
 import { Digest, formatSize, kindOf, Link, Status, Time, useLoad } from '../components';
 import { href, manifestHref, repositoryHref } from '../router';
-import type { Summary, TagPage as Page, TagRow } from '../../wire';
+import type { Summary, TagPage as Page } from '../../wire';
 
 /** `wide`: left out on a phone (the manifest's page has them) */
 const COLUMNS: { key: keyof Summary | 'tag' | 'pushed'; label: string; num?: boolean; wide?: boolean }[] = [
@@ -15,23 +15,12 @@ const COLUMNS: { key: keyof Summary | 'tag' | 'pushed'; label: string; num?: boo
   { key: 'pushed', label: 'Pushed', wide: true },
 ];
 
-function sorted(rows: TagRow[], sort: string | undefined, desc: boolean): TagRow[] {
-  if (!sort) return rows;
-  const value = (r: TagRow) => {
-    const v = (r as unknown as Record<string, unknown>)[sort];
-    return Array.isArray(v) ? v.join(',') : (v as string | number | undefined);
-  };
-  return [...rows].sort((a, b) => {
-    const x = value(a);
-    const y = value(b);
-    const order = x === y ? 0 : x === undefined ? 1 : y === undefined ? -1 : x < y ? -1 : 1;
-    return desc ? -order : order;
-  });
-}
-
-export function Repository({ name, last, sort, desc }: { name: string; last?: string; sort?: string; desc: boolean }) {
-  const query = new URLSearchParams({ n: '25', ...(last ? { last } : {}) });
-  const loaded = useLoad(`${name}?${query}`, () => getJSON<Page>(`/ui/api/repositories/${name}/tags?${query}`, `repository:${name}:pull`));
+export function Repository({ name, last, from, sort, desc }: { name: string; last?: string; from?: string; sort?: string; desc: boolean }) {
+  // sorted on the server over the whole list (tag-list.ts), so every page follows the same order
+  const query = new URLSearchParams({ n: '25', ...(sort ? { sort } : {}), ...(desc ? { desc: '1' } : {}), ...(last ? { last } : {}), ...(from ? { from } : {}) });
+  const loaded = useLoad(`${name}?${query}`, () => getJSON<Page>(`/ui/api/repositories/${name}/tags/list?${query}`, `repository:${name}:pull`));
+  const order = { sort, desc: desc ? '1' : undefined };
+  const label = COLUMNS.find((c) => c.key === sort)?.label.toLowerCase();
   return (
     <section>
       <nav class="crumbs" aria-label="Breadcrumb">
@@ -41,15 +30,20 @@ export function Repository({ name, last, sort, desc }: { name: string; last?: st
       <Status loaded={loaded}>
         {(page) => (
           <>
-            <p class="muted">{page.total} tag{page.total === 1 ? '' : 's'}{page.total > page.tags.length ? `; sorting applies to this page of ${page.tags.length}` : ''}</p>
+            <p class="muted">
+              {page.total} tag{page.total === 1 ? '' : 's'}
+              {page.sortedAmong !== undefined && (
+                <>; sorted by {label} among the first {page.sortedAmong.toLocaleString('en')} by name only (the others are not on these pages: <Link href={repositoryHref(name)}>sort by tag</Link> to see every tag)</>
+              )}
+            </p>
             {page.tags.length > 0 && (
               <div class="scroll">
                 <table class="list">
                   <thead>
                     <tr>
                       {COLUMNS.map((c) => {
-                        const active = sort === c.key;
-                        const next = repositoryHref(name, { last, sort: c.key, desc: active && !desc ? '1' : undefined });
+                        const active = (sort ?? 'tag') === c.key;
+                        const next = repositoryHref(name, { sort: c.key === 'tag' ? undefined : c.key, desc: active && !desc ? '1' : undefined });
                         return (
                           <th scope="col" class={[c.num && 'num', c.wide && 'wide'].filter(Boolean).join(' ')} aria-sort={active ? (desc ? 'descending' : 'ascending') : undefined}>
                             <Link href={next}>{c.label}{active ? (desc ? ' ↓' : ' ↑') : ''}</Link>
@@ -59,7 +53,7 @@ export function Repository({ name, last, sort, desc }: { name: string; last?: st
                     </tr>
                   </thead>
                   <tbody>
-                    {sorted(page.tags, sort, desc).map((t) => (
+                    {page.tags.map((t) => (
                       <tr key={t.tag}>
                         <td><Link href={manifestHref(name, t.tag)}>{t.tag}</Link></td>
                         {'error' in t ? (
@@ -81,8 +75,8 @@ export function Repository({ name, last, sort, desc }: { name: string; last?: st
               </div>
             )}
             <nav class="pager" aria-label="Pages">
-              {last && <Link href={repositoryHref(name, { sort, desc: desc ? '1' : undefined })}>First page</Link>}
-              {page.next && <Link href={repositoryHref(name, { last: page.next, sort, desc: desc ? '1' : undefined })} rel="next">Next page</Link>}
+              {(last || from) && <Link href={repositoryHref(name, order)}>First page</Link>}
+              {page.next && <Link href={repositoryHref(name, { ...order, ...page.next })} rel="next">Next page</Link>}
             </nav>
           </>
         )}
