@@ -19,6 +19,7 @@ import type { Reference } from '../registry/manifest-store.js';
 import { checkRepositoryName, checkTag } from '../registry/names.js';
 import { mapLimited } from '../registry/pool.js';
 import { readRevisionMeta } from '../registry/revision-meta.js';
+import { visiblePage, type VisiblePage } from '../registry/visible-catalog.js';
 import type { StorageDriver } from '../storage/driver.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
 import { parseFrom, parseSort, summaryCache, tagPage, type SummaryCache, type TagSource } from './tag-list.js';
@@ -44,7 +45,6 @@ const REPOSITORY_PAGE = { defaultN: 50, max: 200 };
 /** tags one page may hold: each costs a manifest read and a config read (unless its summary is kept) */
 const TAG_PAGE = { defaultN: 25, max: 100 };
 /** catalog entries read at a time while searching */
-const CATALOG_CHUNK = 500;
 /** tags looked at for "which tags name this digest" (a delete's confirmation) */
 const TAG_SCAN_LIMIT = 1000;
 const PAGE_CONCURRENCY = 4;
@@ -79,28 +79,17 @@ const pull = (name: string): AccessRequest => ({ type: 'repository', name, actio
  * GET /ui/api/repositories?q=&n=&last=: the repositories the caller may pull whose name holds `q`,
  * with their tag counts and last push (the newest of their tags' pushes; not looked up for a
  * repository of more than PUSH_LOOKUP_TAGS tags, which would cost a read per tag). The catalog is
- * read a chunk at a time until the page is full, so a registry of 100,000 repositories is never
- * held in memory; a search the browser gave up on (the user typed on) stops walking.
+ * read a chunk at a time until the page is full or a request's scan budget is spent (the page
+ * is then shorter, its `next` sealed: registry/visible-catalog.ts), so a registry of 100,000
+ * repositories is never held in memory; a search the browser gave up on (the user typed on) stops walking.
  */
 async function repositories(req: FastifyRequest, services: Services, state: RegistryState, gone: AbortSignal): Promise<RepositoryPage> {
   const grant = await authorize(req, services, []);
   const page = parsePagination(req, REPOSITORY_PAGE);
   const q = (queryValue(req, 'q') ?? '').trim().toLowerCase();
-  const found: string[] = [];
-  let last = page.last;
-  let more = false;
-  while (page.n > 0) {
-    gone.throwIfAborted();
-    const chunk = await services.catalog.page({ n: CATALOG_CHUNK, last });
-    for (const name of chunk.repositories) if (name.includes(q) && grant.lists(name)) found.push(name);
-    if (found.length > page.n) {
-      more = true;
-      break;
-    }
-    if (!chunk.more || chunk.repositories.length === 0) break;
-    last = chunk.repositories[chunk.repositories.length - 1];
-  }
-  const names = found.slice(0, page.n);
+  if (page.last !== undefined) page.last = services.catalogCursors.open(page.last);
+  const found: VisiblePage = page.n === 0 ? { repositories: [], more: false } : await visiblePage(services.catalog, page, (name) => name.includes(q) && grant.lists(name), gone);
+  const names = found.repositories;
   const rows = await mapLimited(names, PAGE_CONCURRENCY * 2, async (name): Promise<RepositoryPage['repositories'][number]> => {
     const tags = await services.content.tags(name).catch(() => undefined);
     if (!tags) return { name };
@@ -109,7 +98,8 @@ async function repositories(req: FastifyRequest, services: Services, state: Regi
     const newest = Math.max(...times.filter((t): t is number => t !== undefined));
     return { name, tags: tags.length, pushed: Number.isFinite(newest) ? new Date(newest).toISOString() : undefined };
   });
-  return { repositories: rows, pushLookup: PUSH_LOOKUP_TAGS, next: more ? names[names.length - 1] : undefined };
+  const next = found.stoppedAt ? services.catalogCursors.seal(found.stoppedAt) : names[names.length - 1];
+  return { repositories: rows, pushLookup: PUSH_LOOKUP_TAGS, next: found.more ? next : undefined };
 }
 
 /** GET /ui/api/repositories/<name>/tags/list?n=&sort=&desc=1&last=|from=: a page of tags, each with its manifest's summary, sorted (tag-list.ts) */

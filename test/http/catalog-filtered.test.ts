@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
-import { SCAN_BUDGET } from '../../src/http/handlers/catalog.js';
+import { SCAN_BUDGET } from '../../src/registry/visible-catalog.js';
 
 const REPOSITORIES = 3000;
 const VISIBLE = ['r00100', 'r01500', 'r02999'].map((name) => `team/${name}`);
@@ -115,6 +115,20 @@ describe('one filtered catalog request reads at most its scan budget', () => {
     assert.doesNotMatch(Buffer.from(both.lasts[0].slice(1), 'base64url').toString('latin1'), /big\/r/);
     const lateOnly = await walk('lateonly');
     assert.deepEqual(lateOnly.pages, [[], [late]], 'a page may be empty, with a Link to go on');
+  });
+
+  it('bounds the web interface\'s repository search the same way', async () => {
+    const ask = async (query: string) => {
+      const res = await fetch(`${registry.url}/ui/api/repositories?${query}`, { headers: { authorization: basic('lateonly', 'pw') } });
+      assert.equal(res.status, 200);
+      return (await res.json()) as { repositories: { name: string }[]; next?: string };
+    };
+    const first = await ask('n=1&q=big');
+    assert.deepEqual(first.repositories, []);
+    assert.match(first.next!, /^~/, 'the search stops at the budget with a sealed next');
+    const second = await ask(`n=1&q=big&last=${encodeURIComponent(first.next!)}`);
+    assert.deepEqual(second.repositories.map((r) => r.name), [late]);
+    assert.equal(second.next, undefined);
   });
 
   it('reads a cursor that does not open as a name past every repository: an empty page', async () => {
