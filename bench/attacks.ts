@@ -33,7 +33,7 @@ import { freePort } from '../test/helpers/ports.js';
 import { cleanEnv, killPid, spawnLogged, waitForHttp, type LoggedProcess } from '../test/helpers/processes.js';
 import { REFERENCE_REGISTRY_BIN, referenceRegistryConfig } from '../test/helpers/reference-registry.js';
 import { basic, writeHtpasswd } from '../test/helpers/auth.js';
-import { generateKey, repeatSignature, signSchema1 } from '../test/registry/manifests/sign-schema1.js';
+import { bigSchema1, repeatSignature } from '../test/registry/manifests/sign-schema1.js';
 import * as layout from '../src/registry/layout.js';
 import type { Digest } from '../src/registry/digest.js';
 
@@ -111,19 +111,6 @@ function hugeIndex(child: SmallImage): Buffer {
   return body;
 }
 
-/** a signed schema1 manifest with a 0.5 MB payload and its one signature repeated 1,000 times */
-function manySignatures(layer: Digest): Buffer {
-  const manifest = {
-    schemaVersion: 1,
-    name: SMALL_REPO,
-    tag: 'attack',
-    architecture: 'amd64',
-    fsLayers: [{ blobSum: layer }],
-    history: [{ v1Compatibility: JSON.stringify({ id: 'a'.repeat(64), padding: 'x'.repeat(512 * 1024) }) }],
-  };
-  const { body } = signSchema1(manifest, [{ key: generateKey('P-256'), kid: true }]);
-  return repeatSignature(body, 1000);
-}
 
 /**
  * `count` raw connections kept open until `until`: each is opened, sends `start`, then one byte of
@@ -189,7 +176,8 @@ const ATTACKS: Attack[] = [
   {
     name: 'schema1 with one signature 1,000 times',
     async run(target, until, { image }) {
-      const body = manySignatures(image.layer.digest);
+      // a 0.5 MB payload with its one signature repeated 1,000 times
+      const body = repeatSignature(bigSchema1(SMALL_REPO, 'attack', 512 * 1024, image.layer.digest), 1000);
       const headers = { 'content-type': 'application/vnd.docker.distribution.manifest.v1+prettyjws', authorization: basic(USER.name, USER.password), 'content-length': body.length };
       return loop(4, until, async () => (await send('PUT', `${target.url}/v2/${SMALL_REPO}/manifests/attack`, { headers, body: [body], timeoutMs: 120_000 })).status);
     },
