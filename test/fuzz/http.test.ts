@@ -15,6 +15,8 @@ import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
 import { ERROR_MESSAGES } from '../../src/registry/errors.js';
+import { isDigest } from '../../src/registry/digest.js';
+import { isTag } from '../../src/registry/names.js';
 import { params } from './fuzz.js';
 
 interface Answer {
@@ -99,6 +101,30 @@ describe('HTTP properties against an in-process berth', () => {
         checkAnswer(await send(target.url, m, p + q, h, withBody ? Buffer.from(body) : undefined), `${m} ${p}${q} ${JSON.stringify(h)}`);
       }),
       params(400),
+    );
+  });
+
+  test('manifest references: a tag or digest answers 200 or MANIFEST_UNKNOWN, anything else TAG_INVALID or DIGEST_INVALID', async () => {
+    const reference = fc.oneof(
+      fc.constantFrom('latest', image.digest, image.digest.toUpperCase(), `${image.digest}0`, 'sha512:abc', 'md5:00', ':', 'a:b', '-x', '_x', 'x'.repeat(129)),
+      fc.stringMatching(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/),
+      fc.stringMatching(/^[A-Za-z0-9._:+=-]{1,140}$/),
+      fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }).map(encodeURIComponent),
+    );
+    await fc.assert(
+      fc.asyncProperty(reference, fc.constantFrom('GET', 'HEAD'), async (ref, method) => {
+        const answer = await send(berth.url, method, `/v2/fuzz/app/manifests/${ref}`, {});
+        checkAnswer(answer, `${method} manifests/${ref}`);
+        const valid = ref.includes(':') ? isDigest(ref) : isTag(ref);
+        if (valid) {
+          assert.ok(answer.status === 200 || answer.status === 404, `${ref}: ${answer.status}`);
+          if (answer.status === 404 && method === 'GET') assert.match(answer.body.toString(), /MANIFEST_UNKNOWN/);
+        } else {
+          assert.equal(answer.status, 400, `${ref}: ${answer.status}`);
+          if (method === 'GET') assert.match(answer.body.toString(), ref.includes(':') ? /DIGEST_INVALID/ : /TAG_INVALID/);
+        }
+      }),
+      params(200),
     );
   });
 
