@@ -62,7 +62,7 @@ test('config files: any YAML tree loads or is a ConfigError naming its problems'
     fc.asyncProperty(document, async (text) => {
       await load(text, {});
     }),
-    params(400),
+    params(250),
   );
 });
 
@@ -72,7 +72,7 @@ test('config files: text that is not YAML is a ConfigError', async () => {
     fc.asyncProperty(fc.oneof(noise, fc.string({ unit: 'binary', maxLength: 60 })), async (text) => {
       await load(text, {});
     }),
-    params(400),
+    params(200),
   );
 });
 
@@ -87,7 +87,7 @@ test('environment overrides: any REGISTRY_* variables give a configuration or a 
     fc.asyncProperty(fc.dictionary(name, value, { maxKeys: 4 }), async (env) => {
       await load(stringify(BASE), env);
     }),
-    params(600),
+    params(300),
   );
 });
 

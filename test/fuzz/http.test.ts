@@ -124,7 +124,7 @@ describe('HTTP properties against an in-process berth', () => {
           if (method === 'GET') assert.match(answer.body.toString(), ref.includes(':') ? /DIGEST_INVALID/ : /TAG_INVALID/);
         }
       }),
-      params(200),
+      params(120),
     );
   });
 
