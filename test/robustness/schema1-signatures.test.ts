@@ -15,8 +15,6 @@ import { MAX_SIGNATURES } from '../../src/registry/manifests/schema1.js';
 
 const REPO = 'legacy/app';
 
-
-
 /** user + system CPU seconds of a process, from /proc/<pid>/stat (clock ticks of 1/100 s) */
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');

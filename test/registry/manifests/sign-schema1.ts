@@ -84,7 +84,6 @@ export function repeatSignature(body: Buffer, n: number): Buffer<ArrayBuffer> {
   return Buffer.concat([body.subarray(0, formatLength), Buffer.from(`,"signatures":${JSON.stringify(Array(n).fill(doc.signatures[0]))}}`)]);
 }
 
-
 /** a signed first-generation manifest of `name:tag` of about `bytes` bytes (one history entry carries the bulk), one layer `blobSum` */
 export function bigSchema1(name: string, tag: string, bytes: number, blobSum = `sha256:${'0'.repeat(64)}`): Buffer {
   const manifest = {
