@@ -13,8 +13,11 @@
  * registry used during the attack (/proc/PID/stat), its RSS 3 s after the attack, and what the
  * attacker saw.
  *
- * Env: ATTACK_SECONDS (default 20), ATTACKS_ONLY=name,name (names in ATTACKS below),
- * REGISTRIES_ONLY=berth|distribution.
+ * Connection attacks open a connection again 100 ms after the server closes one, as an attacker
+ * would; the attacker and the probe share this process, so a probe's latency includes its delays.
+ *
+ * Env: ATTACK_SECONDS (default 20), ATTACKS_ONLY=word,word (attacks whose name contains one:
+ * index, schema1, slowloris, 401, stalled, catalog), REGISTRIES_ONLY=berth|distribution.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
