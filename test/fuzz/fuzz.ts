@@ -44,7 +44,7 @@ export async function outcomeAsync<T>(fn: () => Promise<T>, codes: readonly Erro
 }
 
 /** `err` as a RegistryError with one of `codes` and a message a person can read; else the property fails */
-export function registryError(err: unknown, codes: readonly ErrorCode[]): RegistryError {
+function registryError(err: unknown, codes: readonly ErrorCode[]): RegistryError {
   if (!(err instanceof RegistryError)) throw new assert.AssertionError({ message: `expected a RegistryError (${codes.join(', ')}), got ${String((err as Error)?.stack ?? err)}` });
   assert.ok(codes.includes(err.code), `expected one of ${codes.join(', ')}, got ${err.code}: ${err.message}`);
   assert.ok(err.message.length > 10, `a message a person understands, got ${JSON.stringify(err.message)}`);
