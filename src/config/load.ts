@@ -52,24 +52,32 @@ export function applyEnvOverrides(tree: Tree, env: NodeJS.ProcessEnv, ignored: R
       tree.storage = storage;
       continue;
     }
-    setPath(tree, path, value);
+    setPath(tree, path, overrideValue(name, value));
   }
   return tree;
+}
+
+/** lists and maps come as YAML/JSON text ('["a","b"]'); scalars stay strings and the schema converts them */
+function overrideValue(name: string, value: string): unknown {
+  if (!/^\s*[[{]/.test(value)) return value;
+  try {
+    return parseYAML(value);
+  } catch (err) {
+    throw new ConfigError([`${keyPath(name).join('.')}: the value starts as a list or map but is not valid YAML or JSON: ${(err as Error).message.split('\n', 1)[0].replace(/:$/, '')}`], `environment variable ${name}`);
+  }
 }
 
 function asTree(value: unknown): Tree {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Tree) : {};
 }
 
-function setPath(tree: Tree, path: string[], value: string): void {
+function setPath(tree: Tree, path: string[], value: unknown): void {
   let node = tree;
   for (const key of path.slice(0, -1)) {
     node[key] = asTree(node[key]);
     node = node[key] as Tree;
   }
-  const last = path[path.length - 1];
-  // lists and maps come as YAML/JSON text ('["a","b"]'); scalars stay strings and the schema converts them
-  node[last] = /^\s*[[{]/.test(value) ? parseYAML(value) : value;
+  node[path[path.length - 1]] = value;
 }
 
 export function validateConfig(raw: unknown, source: string): Config {

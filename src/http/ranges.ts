@@ -40,12 +40,14 @@ function parseRangeSpec(spec: string, size: number): ByteRange | 'malformed' | '
 /**
  * The `Content-Range` of an upload chunk: `<start>-<end>` as the spec writes it; `bytes <start>-<end>`,
  * with an optional `/<total>`, and `bytes=<start>-<end>` are also accepted as clients send them.
- * undefined when absent, 'invalid' when malformed.
+ * undefined when absent, 'invalid' when malformed or beyond Number.MAX_SAFE_INTEGER.
  */
 export function parseContentRange(header: string | undefined): ChunkRange | undefined | 'invalid' {
   if (header === undefined) return undefined;
   const m = /^(?:bytes[ =])?(\d+)-(\d+)(?:\/(?:\d+|\*))?$/.exec(header.trim());
   if (!m) return 'invalid';
   const range = { start: Number(m[1]), end: Number(m[2]) };
+  // beyond 2^53 Number rounds: a range no upload can reach, and not the one the client meant
+  if (!Number.isSafeInteger(range.end)) return 'invalid';
   return range.end < range.start ? 'invalid' : range;
 }

@@ -124,6 +124,16 @@ http:
     });
   });
 
+  it('a REGISTRY_* list or map that is not YAML is a ConfigError naming the variable (found by test/fuzz)', async () => {
+    const file = await configFile('version: 0.1\nstorage:\n  inmemory:\n');
+    await assert.rejects(loadConfig(file, { REGISTRY_HTTP_HEADERS: '{X-Frame: [' }), (err: ConfigError) => {
+      assert.ok(err instanceof ConfigError);
+      assert.match(err.message, /environment variable REGISTRY_HTTP_HEADERS/);
+      assert.match(err.message, /http\.headers: the value starts as a list or map but is not valid YAML or JSON/);
+      return true;
+    });
+  });
+
   it('warns about a redis block that nothing uses (no ratelimit, no shared metadata cache)', async () => {
     const file = await configFile('version: 0.1\nstorage:\n  inmemory:\nredis:\n  addr: 127.0.0.1:6379\n');
     assert.deepEqual((await loadConfig(file, {})).warnings, [

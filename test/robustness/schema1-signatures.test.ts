@@ -10,24 +10,10 @@ import { after, before, describe, it } from 'node:test';
 import { startBerthProcess, type BerthProcess } from '../helpers/berth-process.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { buildImage, ManifestTypes, pushContent, pushImageOK, putManifest, type Image } from '../helpers/images.js';
-import { generateKey, repeatSignature, signSchema1 } from '../registry/manifests/sign-schema1.js';
+import { bigSchema1, repeatSignature } from '../registry/manifests/sign-schema1.js';
 import { MAX_SIGNATURES } from '../../src/registry/manifests/schema1.js';
 
 const REPO = 'legacy/app';
-
-/** a signed first-generation manifest of about `bytes` bytes (one history entry carries the bulk) */
-function bigSchema1(bytes: number): Buffer {
-  const manifest = {
-    schemaVersion: 1,
-    name: REPO,
-    tag: 'big',
-    architecture: 'amd64',
-    fsLayers: [{ blobSum: `sha256:${'0'.repeat(64)}` }],
-    history: [{ v1Compatibility: JSON.stringify({ id: 'a'.repeat(64), comment: 'x'.repeat(bytes) }) }],
-  };
-  return signSchema1(manifest, [{ key: generateKey('P-256'), kid: true }]).body;
-}
-
 
 /** user + system CPU seconds of a process, from /proc/<pid>/stat (clock ticks of 1/100 s) */
 function cpuSeconds(pid: number): number {
@@ -47,7 +33,7 @@ describe('signed schema1 manifests cost bounded CPU (child process)', () => {
   });
 
   it('refuses 1,000 copies of one signature on a 0.5 MB payload with MANIFEST_UNVERIFIED while others are served', { timeout: 120_000 }, async () => {
-    const body = repeatSignature(bigSchema1(512 * 1024), 1000);
+    const body = repeatSignature(bigSchema1(REPO, 'big', 512 * 1024), 1000);
     const cpuBefore = cpuSeconds(berth.pid);
     let done = false;
     const attack = Promise.all(

@@ -84,3 +84,15 @@ export function repeatSignature(body: Buffer, n: number): Buffer<ArrayBuffer> {
   return Buffer.concat([body.subarray(0, formatLength), Buffer.from(`,"signatures":${JSON.stringify(Array(n).fill(doc.signatures[0]))}}`)]);
 }
 
+/** a signed first-generation manifest of `name:tag` of about `bytes` bytes (one history entry carries the bulk), one layer `blobSum` */
+export function bigSchema1(name: string, tag: string, bytes: number, blobSum = `sha256:${'0'.repeat(64)}`): Buffer {
+  const manifest = {
+    schemaVersion: 1,
+    name,
+    tag,
+    architecture: 'amd64',
+    fsLayers: [{ blobSum }],
+    history: [{ v1Compatibility: JSON.stringify({ id: 'a'.repeat(64), comment: 'x'.repeat(bytes) }) }],
+  };
+  return signSchema1(manifest, [{ key: generateKey('P-256'), kid: true }]).body;
+}
