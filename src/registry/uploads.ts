@@ -12,6 +12,7 @@
  * ones nobody comes back to).
  */
 import { randomUUID, type Hash } from 'node:crypto';
+import { bodyBytesDone } from '../gc-pacing.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { isStorageFull, PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
@@ -375,11 +376,13 @@ class WriteBatches {
     await this.inFlight;
     if (this.bytes === 0) return;
     const batch = this.chunks;
-    this.written += this.bytes;
+    const bytes = this.bytes;
+    this.written += bytes;
     this.chunks = [];
     this.bytes = 0;
     this.inFlight = this.writer.write(batch);
     this.inFlight.catch(() => undefined); // a failure surfaces at the next send or flush
     if (this.hash) for (const chunk of batch) this.hash.update(chunk);
+    bodyBytesDone(bytes);
   }
 }
