@@ -25,6 +25,7 @@ import { deleteUpload, getUpload, patchUpload, postUpload, putUpload } from './h
 import { requiredAccess } from './required-access.js';
 import { matchRoute, METHODS, type Route } from './routes.js';
 import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js';
+import { noSchemaCompilers } from './no-schemas.js';
 
 /** key material for TLS, read by the app from http.tls */
 export interface TLSOptions {
@@ -67,6 +68,7 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
     },
     // names are matched on the raw path; Fastify must not reject or rewrite unusual ones
     routerOptions: { ignoreDuplicateSlashes: false, maxParamLength: 1024 },
+    schemaController: noSchemaCompilers,
   };
   // with TLS: HTTP/2, and HTTP/1.1 for clients that do not offer h2 (ALPN). Fastify types an h2
   // server apart; the handlers only use what both request kinds have (headers, url, the raw stream)
