@@ -1,7 +1,8 @@
 /**
  * A fixed budget of same-size buffers that responses borrow and give back once the socket is done
- * with them. Buffers are allocated on first demand and kept for the next borrower: the budget is
- * both the most they can take together and what stays allocated after a burst.
+ * with them. Buffers are allocated on first demand; `keep` of those given back wait for the next
+ * borrower, the others are left to the garbage collector, so a burst of concurrent pulls does not
+ * leave the whole budget allocated.
  */
 export class BufferPool {
   private readonly free: Buffer[] = [];
@@ -10,6 +11,7 @@ export class BufferPool {
   constructor(
     readonly size: number,
     readonly capacity: number,
+    readonly keep: number,
   ) {}
 
   /** `count` buffers, or undefined when the budget has not that many left */
@@ -22,6 +24,6 @@ export class BufferPool {
   /** gives buffers back; nothing may still read or write them */
   give(buffers: Buffer[]): void {
     this.lent -= buffers.length;
-    this.free.push(...buffers);
+    for (const buffer of buffers) if (this.free.length < this.keep) this.free.push(buffer);
   }
 }
