@@ -1,11 +1,13 @@
 /**
- * Collects received bytes sooner than V8 would by itself. Every socket read of a request body
+ * Collects short-lived Buffers sooner than V8 would by itself. Every socket read of a request body
  * becomes a fresh Buffer (Node's HTTP parser copies each body piece into its own), so a 1 GiB push
- * makes 16,000 short-lived 64 KiB ArrayBuffers. V8 counts them as external memory and, with few
- * JavaScript objects allocated meanwhile, frees them only when 64 MiB more of it have piled up
- * (a scavenge for "external memory pressure"): that pile was most of a push's peak RSS.
- * A scavenge every 4 MiB of such bytes frees them while they are young; it costs about a
- * millisecond when the young generation holds little else (docs/decisions.md, "Memory").
+ * makes 16,000 short-lived 64 KiB ArrayBuffers; a stored file hashed again (a sha512 digest, an
+ * upload resumed on another instance, `berth verify`) is read into a fresh 1 MiB Buffer per chunk.
+ * V8 counts them as external memory and, with few JavaScript objects allocated meanwhile, frees
+ * them only when 64 MiB more of it have piled up (a scavenge for "external memory pressure"): that
+ * pile was most of a push's peak RSS. A scavenge every 4 MiB of such bytes frees them while they
+ * are young; it costs about a millisecond when the young generation holds little else
+ * (docs/decisions.md, "Memory").
  *
  * V8's `gc` function comes from a fresh context with --expose-gc set for that moment only: the
  * registry's own global gets no `gc`.
@@ -32,8 +34,8 @@ function exposeGc(): Collect | undefined {
 let collect: Collect | undefined | null = null;
 let received = 0;
 
-/** notes `bytes` of request body handed on (to storage): they are garbage from now on */
-export function bodyBytesDone(bytes: number): void {
+/** notes `bytes` of Buffers that are garbage once their one consumer is done with them */
+export function shortLivedBytes(bytes: number): void {
   received += bytes;
   if (received < EVERY) return;
   received = 0;

@@ -12,7 +12,7 @@
  * ones nobody comes back to).
  */
 import { randomUUID, type Hash } from 'node:crypto';
-import { bodyBytesDone } from '../gc-pacing.js';
+import { shortLivedBytes } from '../gc-pacing.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { isStorageFull, PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
@@ -383,6 +383,6 @@ class WriteBatches {
     this.inFlight = this.writer.write(batch);
     this.inFlight.catch(() => undefined); // a failure surfaces at the next send or flush
     if (this.hash) for (const chunk of batch) this.hash.update(chunk);
-    bodyBytesDone(bytes);
+    shortLivedBytes(bytes);
   }
 }

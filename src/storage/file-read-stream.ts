@@ -16,6 +16,7 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import { Readable, type Writable } from 'node:stream';
+import { shortLivedBytes } from '../gc-pacing.js';
 import type { BufferPool } from './buffer-pool.js';
 
 /** the buffers each piped response owns */
@@ -46,6 +47,7 @@ export class FileReadStream extends Readable {
       this.push(null);
       return;
     }
+    shortLivedBytes(want);
     this.readInto(Buffer.allocUnsafeSlow(want)).then(
       (chunk) => {
         if (!this.destroyed) this.push(chunk.length > 0 ? chunk : null);
