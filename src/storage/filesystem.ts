@@ -30,10 +30,9 @@ const READ_CHUNK = 1024 * 1024;
 /**
  * READ_CHUNK buffers that responses keeping up with the disk borrow (file-read-stream.ts): eight
  * fast pulls at once read 1 MiB at a time; more read 16 KiB at a time (more CPU per byte).
- * Clients that stop reading can pin all 16 MiB; the next ones then read 16 KiB at a time. One
- * pair waits for the next pull; the rest is freed.
+ * Clients that stop reading can pin all 16 MiB; the next ones then read 16 KiB at a time.
  */
-const LARGE_READS = new BufferPool(READ_CHUNK, 16, 2);
+const LARGE_READS = new BufferPool(READ_CHUNK, 16);
 
 /** putContent's temp files: `.<name>.<16 hex>.tmp`, hidden from list and walk. */
 const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
