@@ -6,14 +6,35 @@
  * the young generation grows under load as it did before (docs/decisions.md, "Memory").
  * The growth factor is the one young-generation flag V8 reads at run time; the sizes are fixed
  * when the heap is set up.
+ *
+ * `servingStarted()` lets it grow under load up to YOUNG_CAP only: after each collection the
+ * factor is set back to 1 once the young generation has reached the cap.
  */
-import { setFlagsFromString } from 'node:v8';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 
 /** V8's default --semi-space-growth-factor */
 const DEFAULT_GROWTH = 2;
+/** both semi-spaces together; V8's own limit is 2 × 16 MiB */
+const YOUNG_CAP = 8 * 1024 * 1024;
 
 setFlagsFromString('--semi-space-growth-factor=1');
 
 export function startupDone(): void {
   setFlagsFromString(`--semi-space-growth-factor=${DEFAULT_GROWTH}`);
+}
+
+function youngSize(): number {
+  return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
+}
+
+/** the registry serves: the young generation may grow, to YOUNG_CAP */
+export function servingStarted(): void {
+  let factor = 0;
+  const hold = () => {
+    const next = youngSize() * DEFAULT_GROWTH <= YOUNG_CAP ? DEFAULT_GROWTH : 1;
+    if (next !== factor) setFlagsFromString(`--semi-space-growth-factor=${(factor = next)}`);
+  };
+  hold();
+  new PerformanceObserver(hold).observe({ entryTypes: ['gc'] });
 }
