@@ -2,13 +2,12 @@
  * Keeps V8's young generation at its initial size while berth starts. Loading the modules
  * allocates a lot, which grows the young generation to 2 × 16 MiB, and V8 keeps that committed
  * when the registry then sits idle: some 13 MiB of idle RSS. Imported first by the CLI, so the
- * flag is set before the other modules load; `startupDone()` gives V8 its default growth back, so
- * the young generation grows under load as it did before (docs/decisions.md, "Memory").
+ * flag is set before the other modules load. Once the registry serves, `servingStarted()` lets
+ * the young generation grow under load up to YOUNG_CAP only (V8 would take 2 × 16 MiB and keep
+ * it): after each collection the factor is 2 below the cap and 1 at it. `startupDone()` gives V8
+ * its default growth back, for the offline collector (docs/decisions.md, "Memory").
  * The growth factor is the one young-generation flag V8 reads at run time; the sizes are fixed
  * when the heap is set up.
- *
- * `servingStarted()` lets it grow under load up to YOUNG_CAP only: after each collection the
- * factor is set back to 1 once the young generation has reached the cap.
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
