@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `berth` command: serve, config check|schema, garbage-collect, verify, uploads purge. Exit codes: 0 done, 1 failed, 2 bad usage. */
-import { startupDone } from './startup-heap.js'; // first: it holds the young generation while the others load
+import { servingStarted, startupDone } from './startup-heap.js'; // first: it holds the young generation while the others load
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { s3Feature } from './features/s3.js';
@@ -110,7 +110,7 @@ async function serve(file: string | undefined): Promise<number> {
   const app = await createApp(config, { configSource: source, logger, worker: index === undefined ? undefined : { index } });
   if (index === undefined) for (const warning of warnings) app.logger.warn(warning);
   await app.listen();
-  startupDone();
+  servingStarted();
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       app.logger.info({ signal }, 'shutting down');

@@ -2,18 +2,38 @@
  * Keeps V8's young generation at its initial size while berth starts. Loading the modules
  * allocates a lot, which grows the young generation to 2 × 16 MiB, and V8 keeps that committed
  * when the registry then sits idle: some 13 MiB of idle RSS. Imported first by the CLI, so the
- * flag is set before the other modules load; `startupDone()` gives V8 its default growth back, so
- * the young generation grows under load as it did before (docs/decisions.md, "Memory").
+ * flag is set before the other modules load. Once the registry serves, `servingStarted()` lets
+ * the young generation grow under load up to YOUNG_CAP only (V8 would take 2 × 16 MiB and keep
+ * it): after each collection the factor is 2 below the cap and 1 at it. `startupDone()` gives V8
+ * its default growth back, for the offline collector (docs/decisions.md, "Memory").
  * The growth factor is the one young-generation flag V8 reads at run time; the sizes are fixed
  * when the heap is set up.
  */
-import { setFlagsFromString } from 'node:v8';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 
 /** V8's default --semi-space-growth-factor */
 const DEFAULT_GROWTH = 2;
+/** both semi-spaces together; V8's own limit is 2 × 16 MiB */
+const YOUNG_CAP = 8 * 1024 * 1024;
 
 setFlagsFromString('--semi-space-growth-factor=1');
 
 export function startupDone(): void {
   setFlagsFromString(`--semi-space-growth-factor=${DEFAULT_GROWTH}`);
+}
+
+function youngSize(): number {
+  return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
+}
+
+/** the registry serves: the young generation may grow, to YOUNG_CAP */
+export function servingStarted(): void {
+  let factor = 0;
+  const hold = () => {
+    const next = youngSize() * DEFAULT_GROWTH <= YOUNG_CAP ? DEFAULT_GROWTH : 1;
+    if (next !== factor) setFlagsFromString(`--semi-space-growth-factor=${(factor = next)}`);
+  };
+  hold();
+  new PerformanceObserver(hold).observe({ entryTypes: ['gc'] });
 }

@@ -29,6 +29,7 @@ import { requiredAccess } from './required-access.js';
 import { matchRoute, METHODS, type Route } from './routes.js';
 import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js';
 import { answerClientError, bodyLeftUnread, gateConnections, refusalLog, serverTimeouts, sweepInterval, watchBodyRate } from './limits.js';
+import { noSchemaCompilers } from './no-schemas.js';
 
 /** key material for TLS, read by the app from http.tls */
 export interface TLSOptions {
@@ -84,6 +85,7 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
         (failure: unknown) => handleError(failure, req, reply),
       );
     },
+    schemaController: noSchemaCompilers,
   };
   // with TLS: HTTP/2, and HTTP/1.1 for clients that do not offer h2 (ALPN). Fastify types an h2
   // server apart; the handlers only use what both request kinds have (headers, url, the raw stream)

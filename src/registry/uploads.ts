@@ -12,6 +12,7 @@
  * ones nobody comes back to).
  */
 import { randomUUID, type Hash } from 'node:crypto';
+import { shortLivedBytes } from '../gc-pacing.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { isStorageFull, PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
@@ -62,7 +63,11 @@ export interface UploadSessionsOptions {
 }
 
 const MAX_HASH_STATES = 10_000;
-const WRITE_BATCH_BYTES = 1 << 20;
+/**
+ * 256 KiB: four storage calls per MiB instead of sixteen (one per socket chunk); 1 MiB batches
+ * cost eight concurrent pushes about 20 MiB more of peak RSS (docs/decisions.md, "Uploads")
+ */
+const WRITE_BATCH_BYTES = 1 << 18;
 
 export class UploadSessions {
   private readonly locks = new KeyedLock();
@@ -342,7 +347,7 @@ export function uploadUnknown(uuid: string): RegistryError {
 }
 
 /**
- * Gathers socket chunks (~64 KiB) into writes of about 1 MiB, one storage call per MiB. While a
+ * Gathers socket chunks (~64 KiB) into writes of about WRITE_BATCH_BYTES. While a
  * batch is being written (on the threadpool, or sent to S3) the next one fills and the written one
  * is hashed, so receiving, hashing and writing overlap.
  */
@@ -375,11 +380,13 @@ class WriteBatches {
     await this.inFlight;
     if (this.bytes === 0) return;
     const batch = this.chunks;
-    this.written += this.bytes;
+    const bytes = this.bytes;
+    this.written += bytes;
     this.chunks = [];
     this.bytes = 0;
     this.inFlight = this.writer.write(batch);
     this.inFlight.catch(() => undefined); // a failure surfaces at the next send or flush
     if (this.hash) for (const chunk of batch) this.hash.update(chunk);
+    shortLivedBytes(bytes);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * "Streams end to end: a 1 GiB upload raises the server's RSS by well under 100 MiB."
+ * "Streams end to end: a 1 GiB upload raises the server's RSS by well under 100 MiB" (now 24: see LIMIT).
  *
  * berth runs as a child process so its memory can be read from /proc/<pid>/status: VmRSS before a
  * transfer is the baseline, VmHWM (the peak, reset to the current RSS before each transfer) after
@@ -9,7 +9,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MiB, PatternBlob, startBerthProcess, streamDownload, streamRequest, type BerthProcess } from '../helpers/berth-process.js';
 
-const LIMIT = 100 * MiB;
+/**
+ * 100 MiB was the promise of the first issue; 24 since request-body buffers are collected every
+ * few MiB (src/gc-pacing.ts): before, a 1 GiB upload added 36 MiB, after 5-11 (V8 freed the
+ * body's Buffers only once 64 MiB of them had piled up)
+ */
+const LIMIT = 24 * MiB;
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);
 const rate = (bytes: number, ms: number) => ((bytes / MiB) / (ms / 1000)).toFixed(0);
 
@@ -48,7 +53,7 @@ describe('streaming keeps server memory flat (child process)', () => {
     return { before, peak };
   }
 
-  it('1 GiB in one chunked PATCH, PUT ?digest=, GET back: peak RSS stays < baseline + 100 MiB both ways', { timeout: 120_000 }, async () => {
+  it('1 GiB in one chunked PATCH, PUT ?digest=, GET back: peak RSS stays < baseline + 24 MiB both ways', { timeout: 120_000 }, async () => {
     const blob = new PatternBlob(1024 * MiB);
     const start = await fetch(`${berth.url}/v2/mem/big/blobs/uploads/`, { method: 'POST' });
     assert.equal(start.status, 202);
@@ -79,11 +84,11 @@ describe('streaming keeps server memory flat (child process)', () => {
       console.log(`[throughput] 1 GiB GET: ${(got.ms / 1000).toFixed(1)} s, ${rate(blob.size, got.ms)} MiB/s`);
     });
     assert.ok(down.peak - down.before < LIMIT, `download raised RSS by ${mib(down.peak - down.before)} MiB`);
-    // and nothing accumulated across both: still well under baseline + 100 MiB
+    // and nothing accumulated across both: still well under baseline + LIMIT
     assert.ok(down.peak - baseline < LIMIT, `peak ${mib(down.peak)} MiB is ${mib(down.peak - baseline)} MiB over the baseline`);
   });
 
-  it('256 MiB monolithic POST ?digest= (Content-Length, streamed): peak RSS stays < baseline + 100 MiB', { timeout: 60_000 }, async () => {
+  it('256 MiB monolithic POST ?digest= (Content-Length, streamed): peak RSS stays < baseline + 24 MiB', { timeout: 60_000 }, async () => {
     const blob = new PatternBlob(256 * MiB);
     const digest = blob.digest();
     const up = await measure('256 MiB monolithic POST', async () => {

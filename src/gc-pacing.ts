@@ -1,0 +1,44 @@
+/**
+ * Collects short-lived Buffers sooner than V8 would by itself. Every socket read of a request body
+ * becomes a fresh Buffer (Node's HTTP parser copies each body piece into its own), so a 1 GiB push
+ * makes 16,000 short-lived 64 KiB ArrayBuffers; a stored file hashed again (a sha512 digest, an
+ * upload resumed on another instance, `berth verify`) is read into a fresh 1 MiB Buffer per chunk.
+ * V8 counts them as external memory and, with few JavaScript objects allocated meanwhile, frees
+ * them only when 64 MiB more of it have piled up (a scavenge for "external memory pressure"): that
+ * pile was most of a push's peak RSS. A scavenge every 4 MiB of such bytes frees them while they
+ * are young; it costs about a millisecond when the young generation holds little else
+ * (docs/decisions.md, "Memory").
+ *
+ * V8's `gc` function comes from a fresh context with --expose-gc set for that moment only: the
+ * registry's own global gets no `gc`.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+const EVERY = 4 * 1024 * 1024;
+
+type Collect = (options: { type: 'minor' }) => void;
+
+function exposeGc(): Collect | undefined {
+  try {
+    setFlagsFromString('--expose-gc');
+    const gc: unknown = runInNewContext('gc');
+    return typeof gc === 'function' ? (gc as Collect) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    setFlagsFromString('--no-expose-gc');
+  }
+}
+
+let collect: Collect | undefined | null = null;
+let received = 0;
+
+/** notes `bytes` of Buffers that are garbage once their one consumer is done with them */
+export function shortLivedBytes(bytes: number): void {
+  received += bytes;
+  if (received < EVERY) return;
+  received = 0;
+  if (collect === null) collect = exposeGc();
+  collect?.({ type: 'minor' });
+}
