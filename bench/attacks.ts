@@ -14,7 +14,8 @@
  * attacker saw.
  *
  * Connection attacks open a connection again 100 ms after the server closes one, as an attacker
- * would; the attacker and the probe share this process, so a probe's latency includes its delays.
+ * would, from 127.0.0.2 (the probe uses 127.0.0.1); the attacker and the probe share this
+ * process, so a probe's latency includes its delays.
  *
  * Env: ATTACK_SECONDS (default 20), ATTACKS_ONLY=word,word (attacks whose name contains one:
  * index, schema1, slowloris, 401, stalled, catalog), REGISTRIES_ONLY=berth|distribution.
@@ -120,6 +121,13 @@ function hugeIndex(child: SmallImage): Buffer {
  * `trickle` every second. A connection the server closes is counted and opened again, as an
  * attacker would. `paused`: never read what the server sends.
  */
+/**
+ * Connection attacks come from an address of their own (Linux routes all of 127/8 to loopback),
+ * as an attacker's would: the probe on 127.0.0.1 stands for the other clients, which a limit per
+ * client address (berth's http.limits.connectionsperaddress) is there to keep serving.
+ */
+const ATTACKER_ADDRESS = '127.0.0.2';
+
 async function holdConnections(target: Target, until: number, count: number, start: string, trickle: string, paused = false): Promise<string> {
   const { hostname, port } = new URL(target.url);
   const tally = new Tally();
@@ -127,7 +135,7 @@ async function holdConnections(target: Target, until: number, count: number, sta
   let timer: NodeJS.Timeout | undefined;
   const open = () => {
     if (performance.now() >= until) return;
-    const socket = connect({ host: hostname, port: Number(port) });
+    const socket = connect({ host: hostname, port: Number(port), localAddress: ATTACKER_ADDRESS });
     sockets.add(socket);
     let answered = false;
     socket.on('connect', () => {
