@@ -6,9 +6,10 @@
  * and the file's size. '~' is not allowed in driver paths, so no file has that key; listings show
  * the unfinished file in its place (see s3.ts).
  */
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { StorageError } from '../driver.js';
-import { isNotFound, NAME, toStorageError, type Bucket } from './client.js';
+import { failure, NAME, type Bucket } from './client.js';
+import type { SignedResponse } from './signed-http.js';
 
 export interface Pending {
   /** the multipart upload holding parts 1..parts; undefined while the file fits in the tail */
@@ -36,32 +37,30 @@ export class PendingStore {
 
   /** the pending state of `path`, undefined when it has none */
   async read(path: string): Promise<Pending | undefined> {
-    let out;
-    try {
-      out = await this.bucket.client.send(new GetObjectCommand({ Bucket: this.bucket.name, Key: this.key(path) }));
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw toStorageError(err, `GetObject ${path}${SUFFIX}`);
+    const what = `GetObject ${path}${SUFFIX}`;
+    const res = await this.bucket.http.send(what, 'GET', this.key(path));
+    if (res.status !== 200) {
+      const body = await res.body.text();
+      if (res.status === 404) return undefined;
+      throw failure(res, what, body);
     }
-    const tail = Buffer.from(await out.Body!.transformToByteArray());
-    const meta = out.Metadata ?? {};
-    const parts = Number(meta[PARTS]);
-    const size = Number(meta[SIZE]);
+    const tail = Buffer.from(await res.body.arrayBuffer());
+    const parts = Number(meta(res, PARTS));
+    const size = Number(meta(res, SIZE));
     if (!Number.isSafeInteger(parts) || !Number.isSafeInteger(size) || size < tail.length) {
-      throw new StorageError(`${NAME}: ${path}${SUFFIX}: unreadable state of an unfinished write (metadata ${JSON.stringify(meta)})`, NAME);
+      throw new StorageError(`${NAME}: ${path}${SUFFIX}: unreadable state of an unfinished write (metadata ${PARTS}=${meta(res, PARTS)} ${SIZE}=${meta(res, SIZE)})`, NAME);
     }
-    return { uploadId: meta[UPLOAD_ID] || undefined, parts, partBytes: size - tail.length, tail };
+    return { uploadId: meta(res, UPLOAD_ID) || undefined, parts, partBytes: size - tail.length, tail };
   }
 
   /** the size and upload of the unfinished file at `path` (without its tail), undefined when there is none */
   async head(path: string): Promise<{ size: number; uploadId?: string } | undefined> {
-    try {
-      const out = await this.bucket.client.send(new HeadObjectCommand({ Bucket: this.bucket.name, Key: this.key(path) }));
-      return { size: Number(out.Metadata?.[SIZE] ?? 0), uploadId: out.Metadata?.[UPLOAD_ID] || undefined };
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw toStorageError(err, `HeadObject ${path}${SUFFIX}`);
-    }
+    const what = `HeadObject ${path}${SUFFIX}`;
+    const res = await this.bucket.http.send(what, 'HEAD', this.key(path));
+    await res.body.dump();
+    if (res.status === 404) return undefined;
+    if (res.status !== 200) throw failure(res, what, '');
+    return { size: Number(meta(res, SIZE) ?? 0), uploadId: meta(res, UPLOAD_ID) || undefined };
   }
 
   async write(path: string, state: Pending): Promise<void> {
@@ -76,6 +75,12 @@ export class PendingStore {
   async delete(path: string): Promise<void> {
     await this.bucket.send(`DeleteObject ${path}${SUFFIX}`, () => this.bucket.client.send(new DeleteObjectCommand({ Bucket: this.bucket.name, Key: this.key(path) })));
   }
+}
+
+/** a user metadata value of an answer */
+function meta(res: SignedResponse, name: string): string | undefined {
+  const value = res.headers[`x-amz-meta-${name}`];
+  return typeof value === 'string' ? value : undefined;
 }
 
 const PATH_NAME = /^[A-Za-z0-9._-]+$/;
