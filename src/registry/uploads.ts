@@ -13,7 +13,7 @@
  */
 import { randomUUID, type Hash } from 'node:crypto';
 import { systemClock, type Clock } from '../scheduler/clock.js';
-import { isStorageFull, PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
+import { isStorageFull, PathNotFoundError, unlessMissing, WriteRefusedError, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
 import { digestAlgorithm, hasherDigest, newHasher, parseDigest, type Algorithm, type Digest } from './digest.js';
@@ -212,6 +212,7 @@ export class UploadSessions {
     } catch (err) {
       // a full store: the upload cannot go on (507 is terminal), and what it holds is space to give back
       if (isStorageFull(err)) await this.remove(upload.name, upload.uuid).catch(() => undefined);
+      if (err instanceof WriteRefusedError) throw new RegistryError('BLOB_UPLOAD_INVALID', err.message, { detail: { size: upload.size } });
       throw err;
     }
   }

@@ -185,6 +185,13 @@ export class InvalidOffsetError extends StorageError {
  */
 export class StorageUnavailableError extends StorageError {}
 
+/**
+ * A write the store cannot take, for a reason the client can act on: the file would pass one of
+ * the store's limits (S3's 10,000 parts of a multipart upload). Answered 400 BLOB_UPLOAD_INVALID
+ * with the message.
+ */
+export class WriteRefusedError extends StorageError {}
+
 /** The driver cannot do what was asked (e.g. a writer already committed). */
 export class UnsupportedMethodError extends StorageError {}
 

@@ -29,7 +29,7 @@ import {
   readEnd,
 } from './driver.js';
 import { Bucket, buildS3Client, httpStatus, NAME, type S3DriverOptions } from './s3/client.js';
-import { LIST_PAGE, Multipart } from './s3/multipart.js';
+import { LIST_PAGE, MAX_PARTS, Multipart } from './s3/multipart.js';
 import { isPathName, pendingPathName, PendingStore } from './s3/pending.js';
 import { SignedHttp } from './s3/signed-http.js';
 import { openWriter, type WriterContext } from './s3/writer.js';
@@ -60,7 +60,7 @@ export class S3Driver extends BaseDriver {
     this.bucket = new Bucket(this.client, this.http, options);
     this.multipart = new Multipart(this.bucket);
     this.pending = new PendingStore(this.bucket);
-    this.writers = { bucket: this.bucket, multipart: this.multipart, pending: this.pending, chunkSize: options.chunksize };
+    this.writers = { bucket: this.bucket, multipart: this.multipart, pending: this.pending, chunkSize: options.chunksize, maxParts: options.maxParts ?? MAX_PARTS };
   }
 
   /** fails with a clear message unless the bucket exists and the credentials reach it */

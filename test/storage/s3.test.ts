@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand } from '@aws-sdk/client-s3';
 import { validateConfig } from '../../src/config/load.js';
-import { PathNotFoundError } from '../../src/storage/driver.js';
+import { PathNotFoundError, WriteRefusedError } from '../../src/storage/driver.js';
 import { S3Driver, type S3DriverOptions } from '../../src/storage/s3.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
@@ -139,6 +139,36 @@ describe('s3 driver: what only S3 has (Ceph radosgw)', needTools(CEPH_TOOLS, 'th
     const content = await first.getContent('/small/data');
     assert.equal(content.length, 3 + 11 * MiB);
     assert.equal(content.subarray(0, 3).toString(), 'abc');
+  });
+
+  it("refuses a write past S3's part limit with a clear error, and keeps what earlier writers stored", async () => {
+    // the limit lowered to 2 (S3's is 10,000): three requests of one 6 MiB part each
+    const first = make({ chunksize: 6 * MiB });
+    const limited = () => {
+      const driver = new S3Driver({ ...first.options, maxParts: 2 });
+      drivers.push(driver);
+      return driver;
+    };
+    const parts = [randomBytes(6 * MiB), randomBytes(6 * MiB)];
+    for (const part of parts) {
+      const w = await limited().writer('/limit/data', true);
+      await w.write(part);
+      await w.close();
+    }
+    const w3 = await limited().writer('/limit/data', true);
+    await assert.rejects(
+      (async () => {
+        await w3.write(randomBytes(6 * MiB));
+        await w3.close();
+      })(),
+      (err: Error) => err instanceof WriteRefusedError && /more than 2 parts, S3's limit for one object/.test(err.message) && /send larger chunks/.test(err.message),
+    );
+    // the refused request left nothing: the file is what the first two wrote, and completes
+    assert.equal((await first.stat('/limit/data')).size, 12 * MiB);
+    const done = await limited().writer('/limit/data', true);
+    await done.commit();
+    assert.ok((await first.getContent('/limit/data')).equals(Buffer.concat(parts)));
+    assert.deepEqual(await uploadsOf(first, '/limit'), []);
   });
 
   it('cancel aborts the multipart upload and leaves nothing', async () => {

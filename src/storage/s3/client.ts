@@ -58,6 +58,8 @@ export interface S3DriverOptions extends S3Parameters {
   logger?: Logger;
   /** attempts per request, retries included (default 5) */
   maxAttempts?: number;
+  /** parts of one multipart upload (default S3's 10,000; tests lower it) */
+  maxParts?: number;
   /** client overrides, for tests */
   clientConfig?: Partial<S3ClientConfig>;
 }

@@ -22,6 +22,8 @@ const GiB = 1024 * MiB;
 export const MIN_PART_SIZE = 5 * MiB;
 /** the largest part (and the largest single CopyObject) */
 export const MAX_PART_SIZE = 5 * GiB;
+/** S3's limit of parts in one multipart upload */
+export const MAX_PARTS = 10_000;
 export const LIST_PAGE = 1000;
 
 /** the multipart-upload operations on one bucket */

@@ -8,7 +8,7 @@
  * See docs/decisions.md, "S3 storage driver".
  */
 import type { CompletedPart } from '@aws-sdk/client-s3';
-import { chunksOf, UnsupportedMethodError, type FileWriter } from '../driver.js';
+import { chunksOf, UnsupportedMethodError, WriteRefusedError, type FileWriter } from '../driver.js';
 import { NAME, type Bucket } from './client.js';
 import { MAX_PART_SIZE, MIN_PART_SIZE, type Multipart } from './multipart.js';
 import type { Pending, PendingStore } from './pending.js';
@@ -18,6 +18,8 @@ export interface WriterContext {
   multipart: Multipart;
   pending: PendingStore;
   chunkSize: number;
+  /** parts one upload may have (S3: MAX_PARTS; tests lower it) */
+  maxParts: number;
 }
 
 /** where the file stood when the writer opened */
@@ -58,8 +60,10 @@ async function discardPending(ctx: WriterContext, path: string, state: Pending):
 
 /**
  * One part is uploaded while the next one fills: write() hands a full part to the store and
- * returns, and waits only when the part before is still in flight. Memory: at most two parts
- * (`chunksize` each) plus one incoming chunk.
+ * returns, and waits only when the part before is still in flight. Incoming bytes are copied once,
+ * into a part buffer of `chunksize`; a buffer whose part is stored is reused for the next one. So
+ * a writer holds two part buffers and makes no garbage per chunk (before, each chunk was copied,
+ * then the chunks concatenated into the part: peak RSS of a 128 MiB push 171 MiB).
  */
 class S3Writer implements FileWriter {
   private readonly key: string;
@@ -72,8 +76,11 @@ class S3Writer implements FileWriter {
   /** parts whose ETags this writer knows, by part number - 1; the pending state's first `resumedParts` are listed at commit */
   private readonly parts: CompletedPart[] = [];
   private readonly resumedParts: number;
-  private buffer: Buffer[];
+  /** the part filling: its first `buffered` bytes are the file's unsent end */
+  private buffer: Buffer | undefined;
   private buffered: number;
+  /** a part buffer whose upload is done, for the next part */
+  private spare: Buffer | undefined;
   private nextPart: number;
   /** the part upload in flight, if any; its failure is kept in `failure` */
   private inflight: Promise<void> | undefined;
@@ -95,7 +102,7 @@ class S3Writer implements FileWriter {
     this.resumedParts = state.parts;
     const baseParts = Math.ceil(baseObject / MAX_PART_SIZE);
     this.nextPart = state.parts + baseParts + 1;
-    this.buffer = state.tail.length > 0 ? [state.tail] : [];
+    this.buffer = state.tail.length > 0 ? state.tail : undefined;
     this.buffered = state.tail.length;
     this.total = state.partBytes + state.tail.length + baseObject;
   }
@@ -106,28 +113,50 @@ class S3Writer implements FileWriter {
 
   async write(data: Buffer | readonly Buffer[]): Promise<void> {
     this.check();
+    const size = this.ctx.chunkSize;
     for (const chunk of chunksOf(data)) {
-      if (chunk.length === 0) continue;
-      this.buffer.push(Buffer.from(chunk)); // a copy: the caller may reuse its buffer once this resolves
-      this.buffered += chunk.length;
-      this.total += chunk.length;
-      this.dirty = true;
+      // copied: the caller may reuse its buffer once this resolves
+      for (let at = 0; at < chunk.length; ) {
+        const buffer = this.partBuffer();
+        const copied = chunk.copy(buffer, this.buffered, at, Math.min(chunk.length, at + size - this.buffered));
+        at += copied;
+        this.buffered += copied;
+        this.total += copied;
+        this.dirty = true;
+        if (this.buffered === size) await this.startPart();
+      }
     }
-    while (this.buffered >= this.ctx.chunkSize) await this.startPart(this.ctx.chunkSize);
     this.throwFailure();
   }
 
+  /** the buffer the next bytes go into: the part filling, or a spare or new one of `chunksize` */
+  private partBuffer(): Buffer {
+    if (this.buffer === undefined || this.buffer.length < this.ctx.chunkSize) {
+      // a tail read from the pending state (under 5 MiB) moves into a whole part buffer
+      const buffer = this.spare ?? Buffer.allocUnsafe(this.ctx.chunkSize);
+      this.spare = undefined;
+      this.buffer?.copy(buffer, 0, 0, this.buffered);
+      this.buffer = buffer;
+    }
+    return this.buffer;
+  }
+
   /**
-   * sends the first `bytes` buffered bytes as the next part once the part in flight is done, or
-   * `alongside` it: the last bytes of a request (close, commit) go out next to the part before
-   * instead of after it, with nothing more to buffer meanwhile
+   * sends the buffered bytes as the next part once the part in flight is done, or `alongside` it:
+   * the last bytes of a request (close, commit) go out next to the part before instead of after
+   * it, with nothing more to buffer meanwhile
    */
-  private async startPart(bytes: number, alongside = false): Promise<void> {
-    const part = this.takePart(bytes);
+  private async startPart(alongside = false): Promise<void> {
+    const part = this.takePart();
     if (!alongside) await this.settle(); // at most one part in flight while bytes arrive
-    const sending = this.sendPart(part).catch((err: unknown) => {
-      this.failure ??= err;
-    });
+    const sending = this.sendPart(part).then(
+      () => {
+        if (part.buffer.length === this.ctx.chunkSize) this.spare = part.buffer;
+      },
+      (err: unknown) => {
+        this.failure ??= err;
+      },
+    );
     const before = this.inflight;
     this.inflight = before ? Promise.all([before, sending]).then(() => undefined) : sending;
   }
@@ -160,14 +189,21 @@ class S3Writer implements FileWriter {
     return this.upload;
   }
 
-  /** the first `bytes` buffered bytes as the next part (numbered now, sent later) */
-  private takePart(bytes: number): { partNumber: number; body: Buffer } {
-    const all = this.buffer.length === 1 ? this.buffer[0] : Buffer.concat(this.buffer, this.buffered);
-    const body = all.subarray(0, bytes);
-    const rest = all.subarray(bytes);
-    this.buffer = rest.length > 0 ? [Buffer.from(rest)] : [];
-    this.buffered = rest.length;
-    return { partNumber: this.nextPart++, body };
+  /** the buffered bytes as the next part (numbered now, sent later) */
+  private takePart(): { partNumber: number; body: Buffer; buffer: Buffer } {
+    if (this.nextPart > this.ctx.maxParts) {
+      // refused here, with a message, rather than by the store at completion
+      throw new WriteRefusedError(
+        `${NAME}: ${this.path}: the upload would need more than ${this.ctx.maxParts} parts, S3's limit for one object (${this.total} bytes so far). ` +
+          `Each request's last part can be as small as 5 MiB: send larger chunks (at least storage.s3.chunksize, ${this.ctx.chunkSize} bytes), or push the blob in one request`,
+        NAME,
+      );
+    }
+    const buffer = this.buffer!;
+    const body = buffer.subarray(0, this.buffered);
+    this.buffer = undefined;
+    this.buffered = 0;
+    return { partNumber: this.nextPart++, body, buffer };
   }
 
   private async sendPart({ partNumber, body }: { partNumber: number; body: Buffer }): Promise<void> {
@@ -175,9 +211,9 @@ class S3Writer implements FileWriter {
     this.parts[partNumber - 1] = await this.ctx.multipart.uploadPart(this.key, this.path, uploadId, partNumber, body);
   }
 
-  /** the tail as one buffer */
+  /** the buffered bytes */
   private tail(): Buffer {
-    return this.buffer.length === 1 ? this.buffer[0] : Buffer.concat(this.buffer, this.buffered);
+    return this.buffer === undefined ? Buffer.alloc(0) : this.buffer.subarray(0, this.buffered);
   }
 
   /**
@@ -187,7 +223,7 @@ class S3Writer implements FileWriter {
   private async persist(): Promise<void> {
     const unchanged = !this.dirty && this.origin !== 'new';
     if (unchanged) return;
-    if (this.buffered >= MIN_PART_SIZE) await this.startPart(this.buffered, true);
+    if (this.buffered >= MIN_PART_SIZE) await this.startPart(true);
     await this.settle();
     if (this.baseObject > 0) await this.ensureUpload(); // the copy parts of an untouched large base
     const uploadId = await this.upload;
@@ -204,7 +240,7 @@ class S3Writer implements FileWriter {
     if (this.upload === undefined && this.baseObject === 0) {
       await this.ctx.bucket.putObject(this.path, this.tail()); // never reached a part: one PutObject
     } else {
-      if (this.buffered > 0) await this.startPart(this.buffered, true); // the last part may be small
+      if (this.buffered > 0) await this.startPart(true); // the last part may be small
       const uploadId = await this.ensureUpload();
       // the ETags of the parts earlier writers sent, listed while the last parts go out
       const [resumed] = await Promise.all([
@@ -237,7 +273,7 @@ class S3Writer implements FileWriter {
       if (this.createdUpload && !this.recorded) await this.abortUpload().catch(() => undefined);
       throw err;
     } finally {
-      this.buffer = [];
+      this.buffer = this.spare = undefined;
       this.buffered = 0;
     }
   }
@@ -251,7 +287,7 @@ class S3Writer implements FileWriter {
   async cancel(): Promise<void> {
     this.check();
     this.finished = true;
-    this.buffer = [];
+    this.buffer = this.spare = undefined;
     this.buffered = 0;
     await this.abortUpload();
     if (this.origin === 'pending') await this.ctx.pending.delete(this.path);
