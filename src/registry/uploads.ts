@@ -13,7 +13,7 @@
  */
 import { randomUUID, type Hash } from 'node:crypto';
 import { systemClock, type Clock } from '../scheduler/clock.js';
-import { isStorageFull, PathNotFoundError, unlessMissing, WriteRefusedError, type FileWriter, type StorageDriver } from '../storage/driver.js';
+import { isStorageFull, PathNotFoundError, unlessMissing, WriteConflictError, WriteRefusedError, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
 import { digestAlgorithm, hasherDigest, newHasher, parseDigest, type Algorithm, type Digest } from './digest.js';
@@ -213,6 +213,8 @@ export class UploadSessions {
       // a full store: the upload cannot go on (507 is terminal), and what it holds is space to give back
       if (isStorageFull(err)) await this.remove(upload.name, upload.uuid).catch(() => undefined);
       if (err instanceof WriteRefusedError) throw new RegistryError('BLOB_UPLOAD_INVALID', err.message, { detail: { size: upload.size } });
+      // a concurrent request of this upload (on another instance) was kept instead: resume from what it holds
+      if (err instanceof WriteConflictError) throw new UploadRangeError((await this.driver.stat(layout.uploadData(upload.name, upload.uuid))).size, err.message);
       throw err;
     }
   }

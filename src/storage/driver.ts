@@ -192,6 +192,13 @@ export class StorageUnavailableError extends StorageError {}
  */
 export class WriteRefusedError extends StorageError {}
 
+/**
+ * Another writer of the same file (a concurrent request on another instance) changed it since this
+ * writer opened it, and won: nothing this writer wrote is part of the file. The upload answers 416
+ * with the size the file has now, from which the client resumes.
+ */
+export class WriteConflictError extends StorageError {}
+
 /** The driver cannot do what was asked (e.g. a writer already committed). */
 export class UnsupportedMethodError extends StorageError {}
 

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand } from '@aws-sdk/client-s3';
 import { validateConfig } from '../../src/config/load.js';
-import { PathNotFoundError, WriteRefusedError } from '../../src/storage/driver.js';
+import { PathNotFoundError, WriteConflictError, WriteRefusedError } from '../../src/storage/driver.js';
 import { S3Driver, type S3DriverOptions } from '../../src/storage/s3.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
@@ -139,6 +139,59 @@ describe('s3 driver: what only S3 has (Ceph radosgw)', needTools(CEPH_TOOLS, 'th
     const content = await first.getContent('/small/data');
     assert.equal(content.length, 3 + 11 * MiB);
     assert.equal(content.subarray(0, 3).toString(), 'abc');
+  });
+
+  it('of two writers of one file on two instances, the one that claimed later is kept; the other fails with WriteConflictError and never corrupts the file', async () => {
+    const first = make({ chunksize: 6 * MiB });
+    const base = randomBytes(7 * MiB); // one part of 6 MiB and a tail of 1 MiB
+    const w0 = await first.writer('/race/data', false);
+    await w0.write(base);
+    await w0.close();
+    // two parts each: write() returns once the first part (and so its claim) is done
+    const [x, y, z] = [randomBytes(12 * MiB + 11), randomBytes(12 * MiB + 22), randomBytes(12 * MiB + 33)];
+
+    // both open from the same state; the first to send a part claims, the other's claim fails
+    const a = await twin(first).writer('/race/data', true);
+    const b = await twin(first).writer('/race/data', true);
+    await a.write(x);
+    await assert.rejects(
+      (async () => {
+        await b.write(y);
+        await b.close();
+      })(),
+      (err: Error) => err instanceof WriteConflictError && /another request changed this unfinished file/.test(err.message),
+    );
+    await a.close();
+    assert.equal((await first.stat('/race/data')).size, base.length + x.length);
+    const done = await twin(first).writer('/race/data', true);
+    await done.commit();
+    assert.ok((await first.getContent('/race/data')).equals(Buffer.concat([base, x])));
+    const w1 = await first.writer('/race/data', false);
+    await w1.write(Buffer.concat([base, x]));
+    await w1.close();
+
+    // c opens after d has claimed (and sent a part): c's part numbers lie after d's, c claims
+    // later, so d's close fails and c's bytes follow the state d opened from
+    const d = await twin(first).writer('/race/data', true);
+    await d.write(y);
+    const c = await twin(first).writer('/race/data', true);
+    await c.write(z);
+    await assert.rejects(d.close(), WriteConflictError);
+    await c.close();
+    assert.equal((await first.stat('/race/data')).size, base.length + x.length + z.length);
+
+    // d's two parts lie between the file's parts: S3 completes without them, Ceph radosgw refuses
+    // to (InvalidPart), and the upload ends with a clear error, never with other bytes
+    const end = await twin(first).writer('/race/data', true);
+    const completed = await end.commit().then(
+      () => true,
+      (err: Error) => {
+        assert.ok(err instanceof WriteRefusedError && /around 2 part\(s\) a concurrent request .* sent and lost/.test(err.message), err.message);
+        return false;
+      },
+    );
+    if (completed) assert.ok((await first.getContent('/race/data')).equals(Buffer.concat([base, x, z])));
+    else await assert.rejects(first.reader('/race/data'), PathNotFoundError);
   });
 
   it("refuses a write past S3's part limit with a clear error, and keeps what earlier writers stored", async () => {

@@ -1,32 +1,47 @@
 /**
  * The state of a file whose writer was closed but not committed, so that any instance (or this
  * one after a restart) continues it: a small object next to the file's key, `<key>~pending`,
- * whose body is the tail (the bytes not yet in a part, under the 5 MiB minimum part size) and
- * whose metadata names the open multipart upload, how many of its parts hold the file's start,
- * and the file's size. '~' is not allowed in driver paths, so no file has that key; listings show
+ * whose body is a random nonce and the tail (the bytes not yet in a part, under the 5 MiB minimum
+ * part size) and whose metadata names the open multipart upload, which of its parts hold the
+ * file's start, the first part number no writer has claimed, and the file's size. Every write is
+ * conditional on the ETag the writer last saw (the nonce gives each write its own), which is how
+ * concurrent writers on two instances find out about each other (writer.ts). '~' is not allowed in driver paths, so no file has that key; listings show
  * the unfinished file in its place (see s3.ts).
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { StorageError } from '../driver.js';
-import { failure, NAME, type Bucket } from './client.js';
+import { StorageError, WriteConflictError } from '../driver.js';
+import { failure, httpStatus, NAME, toStorageError, type Bucket } from './client.js';
 import type { SignedResponse } from './signed-http.js';
 
 export interface Pending {
-  /** the multipart upload holding parts 1..parts; undefined while the file fits in the tail */
+  /** the multipart upload holding the parts; undefined while the file fits in the tail */
   uploadId?: string;
-  /** parts of the upload that hold the file's first bytes */
-  parts: number;
+  /** numbers of the upload's parts that hold the file's first bytes, ascending */
+  parts: number[];
+  /**
+   * the first part number no writer has reserved: a writer claims numbers from here before it
+   * sends parts (see writer.ts), so two writers of one file never send the same part number
+   */
+  nextPart: number;
   /** bytes in those parts */
   partBytes: number;
   /** the bytes after them */
   tail: Buffer;
+  /** the state object's ETag as read or last written (conditional writes); undefined when there is none */
+  etag?: string;
 }
 
 const SUFFIX = '~pending';
 // user metadata (x-amz-meta-*); stores answer the names in lower case
 const UPLOAD_ID = 'berth-upload-id';
+/** the part numbers, as ranges: "1-5,8,10-12" (a plain count "N", as written before, is "1-N") */
 const PARTS = 'berth-parts';
+const NEXT_PART = 'berth-next-part';
 const SIZE = 'berth-size';
+/** bytes before the tail in the body: a random nonce, so every write has an ETag of its own */
+const HEAD = 'berth-head';
+const NONCE_BYTES = 16;
 
 export class PendingStore {
   constructor(private readonly bucket: Bucket) {}
@@ -44,13 +59,16 @@ export class PendingStore {
       if (res.status === 404) return undefined;
       throw failure(res, what, body);
     }
-    const tail = Buffer.from(await res.body.arrayBuffer());
-    const parts = Number(meta(res, PARTS));
+    const body = Buffer.from(await res.body.arrayBuffer());
+    const head = Number(meta(res, HEAD) ?? 0);
+    const parts = parseParts(meta(res, PARTS) ?? '');
     const size = Number(meta(res, SIZE));
-    if (!Number.isSafeInteger(parts) || !Number.isSafeInteger(size) || size < tail.length) {
-      throw new StorageError(`${NAME}: ${path}${SUFFIX}: unreadable state of an unfinished write (metadata ${PARTS}=${meta(res, PARTS)} ${SIZE}=${meta(res, SIZE)})`, NAME);
+    const tail = body.subarray(head);
+    if (parts === undefined || !Number.isSafeInteger(size) || !Number.isSafeInteger(head) || head > body.length || size < tail.length) {
+      throw new StorageError(`${NAME}: ${path}${SUFFIX}: unreadable state of an unfinished write (metadata ${PARTS}=${meta(res, PARTS)} ${SIZE}=${meta(res, SIZE)} ${HEAD}=${meta(res, HEAD)})`, NAME);
     }
-    return { uploadId: meta(res, UPLOAD_ID) || undefined, parts, partBytes: size - tail.length, tail };
+    const nextPart = Number(meta(res, NEXT_PART) ?? (parts.at(-1) ?? 0) + 1);
+    return { uploadId: meta(res, UPLOAD_ID) || undefined, parts, nextPart, partBytes: size - tail.length, tail, etag: etagOf(res.headers.etag) };
   }
 
   /** the size and upload of the unfinished file at `path` (without its tail), undefined when there is none */
@@ -63,18 +81,68 @@ export class PendingStore {
     return { size: Number(meta(res, SIZE) ?? 0), uploadId: meta(res, UPLOAD_ID) || undefined };
   }
 
-  async write(path: string, state: Pending): Promise<void> {
-    const metadata = { [UPLOAD_ID]: state.uploadId ?? '', [PARTS]: String(state.parts), [SIZE]: String(state.partBytes + state.tail.length) };
-    await this.bucket.send(`PutObject ${path}${SUFFIX}`, () =>
-      this.bucket.client.send(
-        new PutObjectCommand({ Bucket: this.bucket.name, Key: this.key(path), Body: state.tail, ContentLength: state.tail.length, Metadata: metadata, ...this.bucket.writeParams }),
-      ),
-    );
+  /**
+   * Writes the state if the state object is still the one `expected` names (its ETag; undefined:
+   * there must be none), and returns the new ETag. Otherwise another writer changed it since:
+   * WriteConflictError, nothing written.
+   */
+  async write(path: string, state: Pending, expected: string | undefined): Promise<string> {
+    const metadata = {
+      [UPLOAD_ID]: state.uploadId ?? '',
+      [PARTS]: formatParts(state.parts),
+      [NEXT_PART]: String(state.nextPart),
+      [SIZE]: String(state.partBytes + state.tail.length),
+      [HEAD]: String(NONCE_BYTES),
+    };
+    const body = Buffer.concat([randomBytes(NONCE_BYTES), state.tail]);
+    // stores compare the bare ETag (Ceph answers 412 to a quoted one)
+    const condition = expected === undefined ? { IfNoneMatch: '*' } : { IfMatch: expected };
+    try {
+      const out = await this.bucket.client.send(
+        new PutObjectCommand({ Bucket: this.bucket.name, Key: this.key(path), Body: body, ContentLength: body.length, Metadata: metadata, ...condition, ...this.bucket.writeParams }),
+      );
+      return etagOf(out.ETag) ?? createHash('md5').update(body).digest('hex');
+    } catch (err) {
+      if (httpStatus(err) === 412) throw new WriteConflictError(`${NAME}: ${path}: another request changed this unfinished file meanwhile (on another instance) and was kept; this request's bytes were not`, NAME);
+      throw toStorageError(err, `PutObject ${path}${SUFFIX}`);
+    }
   }
 
   async delete(path: string): Promise<void> {
     await this.bucket.send(`DeleteObject ${path}${SUFFIX}`, () => this.bucket.client.send(new DeleteObjectCommand({ Bucket: this.bucket.name, Key: this.key(path) })));
   }
+}
+
+/** an ETag without its quotes */
+function etagOf(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' && value !== '' ? value.replace(/^"|"$/g, '') : undefined;
+}
+
+/** part numbers (ascending) as ranges */
+function formatParts(parts: number[]): string {
+  const ranges: string[] = [];
+  for (let i = 0; i < parts.length; ) {
+    let j = i;
+    while (j + 1 < parts.length && parts[j + 1] === parts[j] + 1) j++;
+    ranges.push(i === j ? String(parts[i]) : `${parts[i]}-${parts[j]}`);
+    i = j + 1;
+  }
+  return ranges.join(',');
+}
+
+/** ranges (or the plain count an older state holds) as part numbers; undefined when unreadable */
+function parseParts(text: string): number[] | undefined {
+  if (/^\d+$/.test(text)) return Array.from({ length: Number(text) }, (_, i) => i + 1);
+  if (text === '') return [];
+  const parts: number[] = [];
+  for (const range of text.split(',')) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(range);
+    if (!m) return undefined;
+    const [from, to] = [Number(m[1]), Number(m[2] ?? m[1])];
+    if (from < 1 || to < from || from <= (parts.at(-1) ?? 0)) return undefined;
+    for (let n = from; n <= to; n++) parts.push(n);
+  }
+  return parts;
 }
 
 /** a user metadata value of an answer */

@@ -31,7 +31,10 @@ type Origin =
   /** a complete object: it becomes the start of the upload (see openWriter) */
   | 'object';
 
-const EMPTY: Pending = { parts: 0, partBytes: 0, tail: Buffer.alloc(0) };
+const EMPTY: Pending = { parts: [], nextPart: 1, partBytes: 0, tail: Buffer.alloc(0) };
+
+/** part numbers a writer's first claim reserves; each further claim of that writer reserves twice as many */
+const FIRST_CLAIM = 4;
 
 /**
  * Opens a writer for `path`. Appending continues the pending state, or a complete object: one
@@ -73,9 +76,25 @@ class S3Writer implements FileWriter {
   private createdUpload = false;
   /** a pending state names the upload now */
   private recorded = false;
-  /** parts whose ETags this writer knows, by part number - 1; the pending state's first `resumedParts` are listed at commit */
+  /** the parts this writer sent, by part number - 1; the pending state's `resumedParts` are listed at commit */
   private readonly parts: CompletedPart[] = [];
-  private readonly resumedParts: number;
+  private readonly resumedParts: number[];
+  /**
+   * Concurrent writers (two requests of one upload on two instances): before it sends a part, a
+   * writer claims part numbers by rewriting the state it opened from (unchanged but for
+   * `nextPart`) on condition that it is still the same object (its ETag); every later write of
+   * the state is conditional on the writer's last one. So two writers never send the same part
+   * number, and of two that overlap, the one that claimed later is kept: the other's claim or
+   * close fails with WriteConflictError (the request answers 416) and its parts are never listed.
+   */
+  private etag: string | undefined;
+  /** the state as opened: what a claim writes again */
+  private readonly opened: Pending;
+  /** part numbers up to this one are this writer's to send */
+  private reservedUpTo: number;
+  private claimSize = FIRST_CLAIM;
+  /** claims are written one after the other */
+  private claims: Promise<void> = Promise.resolve();
   /** the part filling: its first `buffered` bytes are the file's unsent end */
   private buffer: Buffer | undefined;
   private buffered: number;
@@ -100,8 +119,11 @@ class S3Writer implements FileWriter {
     this.key = ctx.bucket.key(path);
     if (state.uploadId !== undefined) this.upload = Promise.resolve(state.uploadId);
     this.resumedParts = state.parts;
+    this.opened = state;
+    this.etag = state.etag;
+    this.reservedUpTo = state.nextPart - 1;
     const baseParts = Math.ceil(baseObject / MAX_PART_SIZE);
-    this.nextPart = state.parts + baseParts + 1;
+    this.nextPart = state.nextPart + baseParts;
     this.buffer = state.tail.length > 0 ? state.tail : undefined;
     this.buffered = state.tail.length;
     this.total = state.partBytes + state.tail.length + baseObject;
@@ -178,6 +200,7 @@ class S3Writer implements FileWriter {
       const uploadId = await this.ctx.multipart.create(this.key, this.path);
       this.createdUpload = true;
       const count = Math.ceil(this.baseObject / MAX_PART_SIZE);
+      if (count > 0) await this.reserve(count, uploadId);
       const partSize = Math.ceil(this.baseObject / Math.max(1, count));
       for (let i = 0; i < count; i++) {
         const start = i * partSize;
@@ -206,8 +229,28 @@ class S3Writer implements FileWriter {
     return { partNumber: this.nextPart++, body, buffer };
   }
 
+  /** makes part numbers up to `partNumber` this writer's (a claim, unless they are already) */
+  private reserve(partNumber: number, uploadId: string): Promise<void> {
+    this.claims = this.claims.then(async () => {
+      if (partNumber <= this.reservedUpTo) return;
+      const upTo = Math.min(this.ctx.maxParts, partNumber + this.claimSize - 1);
+      await this.claim(upTo, uploadId);
+      this.claimSize *= 2;
+    });
+    return this.claims;
+  }
+
+  /** writes the state as opened, naming `uploadId` and with numbers up to `upTo` taken */
+  private async claim(upTo: number, uploadId: string | undefined): Promise<void> {
+    this.etag = await this.ctx.pending.write(this.path, { ...this.opened, uploadId, nextPart: upTo + 1 }, this.etag);
+    this.reservedUpTo = upTo;
+    // from here on the state names the upload: another writer may use it, so it is never aborted
+    this.recorded = true;
+  }
+
   private async sendPart({ partNumber, body }: { partNumber: number; body: Buffer }): Promise<void> {
     const uploadId = await this.ensureUpload();
+    await this.reserve(partNumber, uploadId);
     this.parts[partNumber - 1] = await this.ctx.multipart.uploadPart(this.key, this.path, uploadId, partNumber, body);
   }
 
@@ -227,8 +270,10 @@ class S3Writer implements FileWriter {
     await this.settle();
     if (this.baseObject > 0) await this.ensureUpload(); // the copy parts of an untouched large base
     const uploadId = await this.upload;
-    const parts = this.nextPart - 1;
-    await this.ctx.pending.write(this.path, { uploadId, parts, partBytes: this.total - this.buffered, tail: this.tail() });
+    const sent = this.sentParts().map((p) => p.PartNumber!);
+    // numbers this writer reserved but did not use are free again: nobody claimed after it, or this write fails
+    const nextPart = Math.max(this.opened.nextPart, (sent.at(-1) ?? 0) + 1);
+    this.etag = await this.ctx.pending.write(this.path, { uploadId, parts: [...this.resumedParts, ...sent], nextPart, partBytes: this.total - this.buffered, tail: this.tail() }, this.etag);
     this.recorded = true;
     if (this.origin === 'object') await this.ctx.bucket.deleteObject(this.path);
   }
@@ -244,12 +289,40 @@ class S3Writer implements FileWriter {
       const uploadId = await this.ensureUpload();
       // the ETags of the parts earlier writers sent, listed while the last parts go out
       const [resumed] = await Promise.all([
-        this.resumedParts > 0 ? this.ctx.multipart.listParts(this.key, this.path, uploadId, this.resumedParts) : [],
+        this.resumedParts.length > 0 ? this.ctx.multipart.listParts(this.key, this.path, uploadId, this.resumedParts) : [],
         this.settle(),
+        this.claims,
       ]);
-      await this.ctx.multipart.complete(this.key, this.path, uploadId, [...resumed, ...this.parts.slice(this.resumedParts)]);
+      // still the state's writer? (a claim says so; a request that sent no part has made none yet)
+      if (this.origin === 'pending' && this.etag === this.opened.etag) await this.reserve(this.reservedUpTo + 1, uploadId);
+      await this.complete(uploadId, [...resumed, ...this.sentParts()]);
     }
-    if (this.origin === 'pending') await this.ctx.pending.delete(this.path);
+    // the state read at open, or written by this writer's claims
+    if (this.etag !== undefined) await this.ctx.pending.delete(this.path);
+  }
+
+  /**
+   * CompleteMultipartUpload. Parts a losing concurrent writer sent lie between the file's parts;
+   * S3 skips parts the list leaves out, Ceph radosgw (16.2 at least) refuses with InvalidPart: that
+   * upload cannot be completed, and the client is told to push again.
+   */
+  private async complete(uploadId: string, parts: CompletedPart[]): Promise<void> {
+    try {
+      await this.ctx.multipart.complete(this.key, this.path, uploadId, parts);
+    } catch (err) {
+      const listed = new Set(parts.map((p) => p.PartNumber));
+      const strays = [...(await this.ctx.multipart.parts(this.key, this.path, uploadId, parts.at(-1)?.PartNumber)).keys()].filter((n) => !listed.has(n));
+      if (strays.length === 0) throw err;
+      throw new WriteRefusedError(
+        `${NAME}: ${this.path}: the store refuses to complete the upload around ${strays.length} part(s) a concurrent request (on another instance) sent and lost (${(err as Error).message}); nothing was stored: push the blob again`,
+        NAME,
+      );
+    }
+  }
+
+  /** the parts this writer sent, ascending */
+  private sentParts(): CompletedPart[] {
+    return this.parts.filter((p) => p !== undefined);
   }
 
   async close(): Promise<void> {
@@ -290,7 +363,7 @@ class S3Writer implements FileWriter {
     this.buffer = this.spare = undefined;
     this.buffered = 0;
     await this.abortUpload();
-    if (this.origin === 'pending') await this.ctx.pending.delete(this.path);
+    if (this.etag !== undefined) await this.ctx.pending.delete(this.path);
     await this.ctx.bucket.deleteObject(this.path);
   }
 
