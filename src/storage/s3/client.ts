@@ -4,6 +4,7 @@
  * operations on one bucket below the driver's root that the driver and the multipart writer share.
  */
 import { Agent as HttpAgent } from 'node:http';
+import type { Readable } from 'node:stream';
 import { Agent as HttpsAgent } from 'node:https';
 import { parseXML } from '@aws-sdk/xml-builder';
 import {
@@ -16,7 +17,6 @@ import {
 } from '@aws-sdk/client-s3';
 import type { Logger } from 'pino';
 import { PathNotFoundError, StorageError, StorageUnavailableError } from '../driver.js';
-import type { SignedHttp, SignedResponse } from './signed-http.js';
 
 export const NAME = 's3';
 
@@ -173,6 +173,18 @@ export interface WriteParams {
   SSEKMSKeyId?: string;
 }
 
+/** an answer to a signed read */
+export interface SignedResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable & { dump(): Promise<void>; text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer> };
+}
+
+/** reads without the SDK client (signed-http.ts) */
+export interface SignedReads {
+  send(what: string, method: 'GET' | 'HEAD', key: string, query?: Record<string, string>, headers?: Record<string, string>): Promise<SignedResponse>;
+}
+
 /** a key or common prefix of a listing */
 export interface ListedObject {
   /** the whole key */
@@ -204,8 +216,7 @@ export class Bucket {
 
   constructor(
     readonly client: S3Client,
-    /** reads without the SDK client (signed-http.ts) */
-    readonly http: SignedHttp,
+    readonly http: SignedReads,
     options: S3Parameters,
   ) {
     this.name = options.bucket;

@@ -11,8 +11,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { StorageError, WriteConflictError } from '../driver.js';
-import { failure, httpStatus, NAME, toStorageError, type Bucket } from './client.js';
-import type { SignedResponse } from './signed-http.js';
+import { failure, httpStatus, NAME, toStorageError, type Bucket, type SignedResponse } from './client.js';
 
 export interface Pending {
   /** the multipart upload holding the parts; undefined while the file fits in the tail */

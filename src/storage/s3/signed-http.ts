@@ -11,7 +11,6 @@
  * URL the SDK pre-signs) and the signing region.
  */
 import { createHash, createHmac } from 'node:crypto';
-import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -19,7 +18,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import { StorageUnavailableError } from '../driver.js';
-import { NAME, toStorageError } from './client.js';
+import { NAME, toStorageError, type SignedReads, type SignedResponse } from './client.js';
 
 export interface SignedHttpOptions {
   bucket: string;
@@ -28,12 +27,6 @@ export interface SignedHttpOptions {
   maxAttempts: number;
   /** a request that needed retries is logged here once it ends, as the SDK client's are */
   logger?: Pick<Logger, 'warn'>;
-}
-
-export interface SignedResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Readable & { dump(): Promise<void>; text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer> };
 }
 
 /** where the bucket's objects are: `base` + the encoded key is an object's URL */
@@ -72,7 +65,7 @@ function encodeKey(key: string): string {
     .join('/');
 }
 
-export class SignedHttp {
+export class SignedHttp implements SignedReads {
   private readonly dispatcher: Agent;
   private endpoint?: Promise<Endpoint>;
 
