@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import { ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand } from '@aws-sdk/client-s3';
+import { ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { validateConfig } from '../../src/config/load.js';
 import { PathNotFoundError, WriteConflictError, WriteRefusedError } from '../../src/storage/driver.js';
 import { S3Driver, type S3DriverOptions } from '../../src/storage/s3.js';
@@ -192,6 +192,19 @@ describe('s3 driver: what only S3 has (Ceph radosgw)', needTools(CEPH_TOOLS, 'th
     );
     if (completed) assert.ok((await first.getContent('/race/data')).equals(Buffer.concat([base, x, z])));
     else await assert.rejects(first.reader('/race/data'), PathNotFoundError);
+  });
+
+  it('continues a pending state in the format written before part lists (a count, no nonce)', async () => {
+    const driver = make();
+    await driver.client.send(
+      new PutObjectCommand({ Bucket: bucket, Key: `${driver.key('/old/data')}~pending`, Body: 'abc', Metadata: { 'berth-upload-id': '', 'berth-parts': '0', 'berth-size': '3' } }),
+    );
+    assert.equal((await driver.stat('/old/data')).size, 3);
+    const w = await twin(driver).writer('/old/data', true);
+    assert.equal(w.size, 3);
+    await w.write(Buffer.from('def'));
+    await w.commit();
+    assert.equal((await driver.getContent('/old/data')).toString(), 'abcdef');
   });
 
   it("refuses a write past S3's part limit with a clear error, and keeps what earlier writers stored", async () => {

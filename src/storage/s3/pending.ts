@@ -34,8 +34,14 @@ export interface Pending {
 const SUFFIX = '~pending';
 // user metadata (x-amz-meta-*); stores answer the names in lower case
 const UPLOAD_ID = 'berth-upload-id';
-/** the part numbers, as ranges: "1-5,8,10-12" (a plain count "N", as written before, is "1-N") */
-const PARTS = 'berth-parts';
+/** the part numbers, as ranges: "1-5,8,10-12" */
+const PART_LIST = 'berth-part-list';
+/**
+ * what states written before part lists had: a count N (parts 1-N), and no nonce. Read, never
+ * written: a berth of that version finds no count in a new state and refuses it as unreadable
+ * rather than taking the nonce for the file's bytes (a rolling upgrade with uploads open).
+ */
+const PART_COUNT = 'berth-parts';
 const NEXT_PART = 'berth-next-part';
 const SIZE = 'berth-size';
 /** bytes before the tail in the body: a random nonce, so every write has an ETag of its own */
@@ -60,11 +66,12 @@ export class PendingStore {
     }
     const body = Buffer.from(await res.body.arrayBuffer());
     const head = Number(meta(res, HEAD) ?? 0);
-    const parts = parseParts(meta(res, PARTS) ?? '');
+    const count = meta(res, PART_COUNT);
+    const parts = count === undefined ? parseParts(meta(res, PART_LIST) ?? '') : /^\d+$/.test(count) ? Array.from({ length: Number(count) }, (_, i) => i + 1) : undefined;
     const size = Number(meta(res, SIZE));
     const tail = body.subarray(head);
     if (parts === undefined || !Number.isSafeInteger(size) || !Number.isSafeInteger(head) || head > body.length || size < tail.length) {
-      throw new StorageError(`${NAME}: ${path}${SUFFIX}: unreadable state of an unfinished write (metadata ${PARTS}=${meta(res, PARTS)} ${SIZE}=${meta(res, SIZE)} ${HEAD}=${meta(res, HEAD)})`, NAME);
+      throw new StorageError(`${NAME}: ${path}${SUFFIX}: unreadable state of an unfinished write (metadata ${PART_LIST}=${meta(res, PART_LIST)} ${PART_COUNT}=${count} ${SIZE}=${meta(res, SIZE)} ${HEAD}=${meta(res, HEAD)})`, NAME);
     }
     const nextPart = Number(meta(res, NEXT_PART) ?? (parts.at(-1) ?? 0) + 1);
     return { uploadId: meta(res, UPLOAD_ID) || undefined, parts, nextPart, partBytes: size - tail.length, tail, etag: etagOf(res.headers.etag) };
@@ -88,7 +95,7 @@ export class PendingStore {
   async write(path: string, state: Pending, expected: string | undefined): Promise<string> {
     const metadata = {
       [UPLOAD_ID]: state.uploadId ?? '',
-      [PARTS]: formatParts(state.parts),
+      [PART_LIST]: formatParts(state.parts),
       [NEXT_PART]: String(state.nextPart),
       [SIZE]: String(state.partBytes + state.tail.length),
       [HEAD]: String(NONCE_BYTES),
@@ -129,9 +136,8 @@ function formatParts(parts: number[]): string {
   return ranges.join(',');
 }
 
-/** ranges (or the plain count an older state holds) as part numbers; undefined when unreadable */
+/** ranges as part numbers; undefined when unreadable */
 function parseParts(text: string): number[] | undefined {
-  if (/^\d+$/.test(text)) return Array.from({ length: Number(text) }, (_, i) => i + 1);
   if (text === '') return [];
   const parts: number[] = [];
   for (const range of text.split(',')) {
