@@ -214,7 +214,7 @@ export class UploadSessions {
       if (isStorageFull(err)) await this.remove(upload.name, upload.uuid).catch(() => undefined);
       if (err instanceof WriteRefusedError) throw new RegistryError('BLOB_UPLOAD_INVALID', err.message, { detail: { size: upload.size } });
       // a concurrent request of this upload (on another instance) was kept instead: resume from what it holds
-      if (err instanceof WriteConflictError) throw new UploadRangeError((await this.driver.stat(layout.uploadData(upload.name, upload.uuid))).size, err.message);
+      if (err instanceof WriteConflictError) throw new UploadRangeError((await unlessMissing(this.driver.stat(layout.uploadData(upload.name, upload.uuid))))?.size ?? 0, err.message);
       throw err;
     }
   }
