@@ -18,6 +18,7 @@
  *                          the pull-through cache rows)
  *   BENCH_CPU_PROFILE=DIR  run berth with node --cpu-prof, writing the profile into DIR on exit
  *                          (bench/profile-top.ts summarises it)
+ *   BENCH_NODE_ARGS='...'  more node flags for berth (e.g. --max-semi-space-size=1, to measure V8 settings)
  *   BENCH_BERTH=tsx       run berth from src/ through tsx instead of compiling it first
  *   BENCH_OUT=FILE         write the Markdown here instead of bench/results/<date>.md
  *   BENCH_RECORD_PULLS=1   berth records last-pull times (retention's notpulledfor), to measure their cost

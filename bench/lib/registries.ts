@@ -104,7 +104,7 @@ function recordPulls(): Record<string, unknown> {
 export async function startBerth(backend: Backend, cli: string | undefined, options: StartOptions = {}): Promise<Registry> {
   const configDir = await mkdtemp(join(tmpdir(), 'berth-bench-config-'));
   const configFile = join(configDir, 'config.yml');
-  const nodeArgs = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
+  const nodeArgs = [...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []), ...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [])];
   const args = cli && !options.fromSource ? [...nodeArgs, cli] : [...nodeArgs, '--import', 'tsx', 'src/cli.ts'];
   let lastError: unknown;
   try {

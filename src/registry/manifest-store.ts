@@ -125,9 +125,12 @@ export class ManifestStore {
 
   /** the revision's record (undefined without berth.json) when `name` has the revision; undefined when it has not */
   private revision(name: string, digest: Digest): Promise<{ meta?: RevisionMeta } | undefined> {
-    return this.revisionCache.read(layout.manifestRevisionDir(name, digest), 'revision', undefined, async () =>
-      (await linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest)) ? { meta: await readRevisionMeta(this.driver, name, digest) } : undefined,
-    );
+    return this.revisionCache.read(layout.manifestRevisionDir(name, digest), 'revision', undefined, async () => {
+      // both files at once: one round trip instead of two where every read is one (S3)
+      const meta = readRevisionMeta(this.driver, name, digest);
+      meta.catch(() => undefined); // a failure counts only if the link is there
+      return (await linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest)) ? { meta: await meta } : undefined;
+    });
   }
 
   /**

@@ -14,7 +14,7 @@
 import { randomUUID, type Hash } from 'node:crypto';
 import { shortLivedBytes } from '../gc-pacing.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
-import { isStorageFull, PathNotFoundError, unlessMissing, type FileWriter, type StorageDriver } from '../storage/driver.js';
+import { isStorageFull, PathNotFoundError, unlessMissing, WriteConflictError, WriteRefusedError, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import { BlobStore, type BlobInfo } from './blobs.js';
 import { digestAlgorithm, hasherDigest, newHasher, parseDigest, type Algorithm, type Digest } from './digest.js';
@@ -217,6 +217,9 @@ export class UploadSessions {
     } catch (err) {
       // a full store: the upload cannot go on (507 is terminal), and what it holds is space to give back
       if (isStorageFull(err)) await this.remove(upload.name, upload.uuid).catch(() => undefined);
+      if (err instanceof WriteRefusedError) throw new RegistryError('BLOB_UPLOAD_INVALID', err.message, { detail: { size: upload.size } });
+      // a concurrent request of this upload (on another instance) was kept instead: resume from what it holds
+      if (err instanceof WriteConflictError) throw new UploadRangeError((await unlessMissing(this.driver.stat(layout.uploadData(upload.name, upload.uuid))))?.size ?? 0, err.message);
       throw err;
     }
   }

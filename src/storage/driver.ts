@@ -185,6 +185,20 @@ export class InvalidOffsetError extends StorageError {
  */
 export class StorageUnavailableError extends StorageError {}
 
+/**
+ * A write the store cannot take, for a reason the client can act on: the file would pass one of
+ * the store's limits (S3's 10,000 parts of a multipart upload). Answered 400 BLOB_UPLOAD_INVALID
+ * with the message.
+ */
+export class WriteRefusedError extends StorageError {}
+
+/**
+ * Another writer of the same file (a concurrent request on another instance) changed it since this
+ * writer opened it, and won: nothing this writer wrote is part of the file. The upload answers 416
+ * with the size the file has now, from which the client resumes.
+ */
+export class WriteConflictError extends StorageError {}
+
 /** The driver cannot do what was asked (e.g. a writer already committed). */
 export class UnsupportedMethodError extends StorageError {}
 

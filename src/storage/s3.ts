@@ -29,9 +29,9 @@ import {
   readEnd,
 } from './driver.js';
 import { Bucket, buildS3Client, httpStatus, NAME, type S3DriverOptions } from './s3/client.js';
-import { LIST_PAGE, Multipart } from './s3/multipart.js';
-import { ObjectReader } from './s3/object-reader.js';
+import { LIST_PAGE, MAX_PARTS, Multipart } from './s3/multipart.js';
 import { isPathName, pendingPathName, PendingStore } from './s3/pending.js';
+import { SignedHttp } from './s3/signed-http.js';
 import { openWriter, type WriterContext } from './s3/writer.js';
 
 export type { S3DriverOptions, S3Parameters } from './s3/client.js';
@@ -51,16 +51,16 @@ export class S3Driver extends BaseDriver {
   private readonly multipart: Multipart;
   private readonly pending: PendingStore;
   private readonly writers: WriterContext;
-  private readonly objects: ObjectReader;
+  private readonly http: SignedHttp;
 
   constructor(readonly options: S3DriverOptions) {
     super();
     this.client = buildS3Client(options);
-    this.bucket = new Bucket(this.client, options);
+    this.http = new SignedHttp(this.client, { bucket: options.bucket, skipverify: options.skipverify, maxAttempts: options.maxAttempts ?? 5, logger: options.logger });
+    this.bucket = new Bucket(this.client, this.http, options);
     this.multipart = new Multipart(this.bucket);
     this.pending = new PendingStore(this.bucket);
-    this.writers = { bucket: this.bucket, multipart: this.multipart, pending: this.pending, chunkSize: options.chunksize };
-    this.objects = new ObjectReader(this.client, this.bucket, { skipverify: options.skipverify, maxAttempts: options.maxAttempts ?? 5 });
+    this.writers = { bucket: this.bucket, multipart: this.multipart, pending: this.pending, chunkSize: options.chunksize, maxParts: options.maxParts ?? MAX_PARTS };
   }
 
   /** fails with a clear message unless the bucket exists and the credentials reach it */
@@ -97,7 +97,8 @@ export class S3Driver extends BaseDriver {
     const last = length === undefined ? '' : String(readEnd(offset, length, Number.MAX_SAFE_INTEGER) - 1);
     // only the bytes asked for leave the store (a ranged blob GET reads just its range)
     const range = offset > 0 || last ? `bytes=${offset}-${last}` : undefined;
-    const { status, body } = await this.objects.get(path, range);
+    // streamed with undici: node:http's client copies every body chunk (docs/decisions.md, "S3 streamed reads")
+    const { status, body } = await this.http.send(`GetObject ${path}`, 'GET', this.key(path), {}, range ? { range } : {});
     if (status === (range ? 206 : 200)) return body;
     await body.dump();
     if (status === 404) throw new PathNotFoundError(path, NAME);
@@ -125,10 +126,8 @@ export class S3Driver extends BaseDriver {
       // a file being written (closed, not committed): its size is in the pending state
       const pending = await this.pending.head(path);
       if (pending !== undefined) return { path, size: pending.size, modTime: new Date(), isDir: false };
-      const out = await this.bucket.send(`ListObjectsV2 ${path}`, () =>
-        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket.name, Prefix: this.bucket.dirPrefix(path), MaxKeys: 1 })),
-      );
-      if ((out.KeyCount ?? out.Contents?.length ?? 0) === 0) throw new PathNotFoundError(path, NAME);
+      const page = await this.bucket.listPage(this.bucket.dirPrefix(path), { maxKeys: 1 });
+      if (page.objects.length === 0) throw new PathNotFoundError(path, NAME);
     }
     return { path, size: 0, modTime: new Date(), isDir: true };
   }
@@ -157,17 +156,13 @@ export class S3Driver extends BaseDriver {
     const byName = new Map<string, Entry & { pending?: boolean }>();
     let token: string | undefined;
     do {
-      const out = await this.bucket.send(`ListObjectsV2 ${path}`, () =>
-        this.client.send(
-          new ListObjectsV2Command({ Bucket: this.bucket.name, Prefix: prefix, Delimiter: '/', MaxKeys: LIST_PAGE, ContinuationToken: token }),
-        ),
-      );
-      for (const p of out.CommonPrefixes ?? []) {
-        const name = p.Prefix!.slice(prefix.length).replace(/\/$/, '');
+      const page = await this.bucket.listPage(prefix, { delimiter: '/', maxKeys: LIST_PAGE, token });
+      for (const p of page.prefixes) {
+        const name = p.slice(prefix.length).replace(/\/$/, '');
         if (isPathName(name)) byName.set(name, { name, isDir: true, size: 0, modTime: new Date() });
       }
-      for (const o of out.Contents ?? []) {
-        const key = o.Key!.slice(prefix.length);
+      for (const o of page.objects) {
+        const key = o.key.slice(prefix.length);
         // an unfinished file is its pending state; keys no driver path names are left out
         const name = pendingPathName(key) ?? key;
         if (!isPathName(name)) continue;
@@ -175,9 +170,9 @@ export class S3Driver extends BaseDriver {
         // object over a pending state (see s3/writer.ts)
         const seen = byName.get(name);
         if (seen?.isDir || (seen && name !== key)) continue;
-        byName.set(name, { name, isDir: false, size: o.Size ?? 0, modTime: o.LastModified ?? new Date(), pending: name !== key });
+        byName.set(name, { name, isDir: false, size: o.size, modTime: o.modTime, pending: name !== key });
       }
-      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+      token = page.next;
     } while (token);
     if (byName.size === 0 && path !== '/') throw new PathNotFoundError(path, NAME);
     // the size of an unfinished file is in its state's metadata, not the listing
@@ -260,6 +255,6 @@ export class S3Driver extends BaseDriver {
 
   async close(): Promise<void> {
     this.client.destroy();
-    await this.objects.close();
+    await this.http.close();
   }
 }

@@ -129,6 +129,37 @@ describe('two berth processes on one bucket (s3, Ceph radosgw)', needTools(CEPH_
     assert.deepEqual(await openUploads(), []);
   });
 
+  it('two PATCHes of one upload at once on two instances: one 202, the other 416 with the kept range; the upload holds the winner\'s bytes only', { timeout: 180_000 }, async () => {
+    const name = 'multi/racing';
+    const blobs = [new PatternBlob(14 * MiB + 7), new PatternBlob(14 * MiB + 7)];
+    assert.notEqual(blobs[0].digest(), blobs[1].digest());
+    const location = await startUpload(a, name);
+    const results = await Promise.all(
+      [a, b].map((server, i) =>
+        streamRequest(on(server, location), {
+          method: 'PATCH',
+          headers: { 'content-type': 'application/octet-stream', 'content-length': blobs[i].size, 'content-range': `0-${blobs[i].size - 1}` },
+          body: blobs[i].chunks(0, blobs[i].size),
+        }),
+      ),
+    );
+    const statuses = results.map((r) => r.status).sort();
+    assert.deepEqual(statuses, [202, 416], results.map((r) => `${r.status} ${r.body}`).join('\n'));
+    const winner = results.findIndex((r) => r.status === 202);
+    const loser = results[1 - winner];
+    // the loser is told where the upload stands: nothing yet while the winner is still sending, or the winner's bytes
+    assert.ok(['0-0', `0-${blobs[winner].size - 1}`].includes(String(loser.headers.range)), String(loser.headers.range));
+    // and nothing of the loser's is kept: the upload is the winner's bytes
+    const status = await fetch(on(a, results[winner].headers.location as string));
+    assert.equal(status.headers.get('range'), `0-${blobs[winner].size - 1}`);
+    const url = on(b, results[winner].headers.location as string);
+    url.searchParams.set('digest', blobs[winner].digest());
+    const put = await fetch(url, { method: 'PUT' });
+    assert.equal(put.status, 201, await put.text());
+    for (const server of [a, b]) assert.equal((await pull(server, name, blobs[winner].digest())).digest, blobs[winner].digest());
+    assert.deepEqual(await openUploads(), []);
+  });
+
   it('an instance killed between PATCHes: the upload continues on another, nothing acknowledged is lost', { timeout: 180_000 }, async () => {
     const params = ceph.params(store.options.bucket, { rootdirectory: '/shared', chunksize: 6 * MiB });
     const doomed = await startBerthProcess({ s3: params });

@@ -12,9 +12,9 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import { ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand } from '@aws-sdk/client-s3';
+import { ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { validateConfig } from '../../src/config/load.js';
-import { PathNotFoundError } from '../../src/storage/driver.js';
+import { PathNotFoundError, WriteConflictError, WriteRefusedError } from '../../src/storage/driver.js';
 import { S3Driver, type S3DriverOptions } from '../../src/storage/s3.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
@@ -139,6 +139,102 @@ describe('s3 driver: what only S3 has (Ceph radosgw)', needTools(CEPH_TOOLS, 'th
     const content = await first.getContent('/small/data');
     assert.equal(content.length, 3 + 11 * MiB);
     assert.equal(content.subarray(0, 3).toString(), 'abc');
+  });
+
+  it('of two writers of one file on two instances, the one that claimed later is kept; the other fails with WriteConflictError and never corrupts the file', async () => {
+    const first = make({ chunksize: 6 * MiB });
+    const base = randomBytes(7 * MiB); // one part of 6 MiB and a tail of 1 MiB
+    const w0 = await first.writer('/race/data', false);
+    await w0.write(base);
+    await w0.close();
+    // two parts each: write() returns once the first part (and so its claim) is done
+    const [x, y, z] = [randomBytes(12 * MiB + 11), randomBytes(12 * MiB + 22), randomBytes(12 * MiB + 33)];
+
+    // both open from the same state; the first to send a part claims, the other's claim fails
+    const a = await twin(first).writer('/race/data', true);
+    const b = await twin(first).writer('/race/data', true);
+    await a.write(x);
+    await assert.rejects(
+      (async () => {
+        await b.write(y);
+        await b.close();
+      })(),
+      (err: Error) => err instanceof WriteConflictError && /another request changed this unfinished file/.test(err.message),
+    );
+    await a.close();
+    assert.equal((await first.stat('/race/data')).size, base.length + x.length);
+    const done = await twin(first).writer('/race/data', true);
+    await done.commit();
+    assert.ok((await first.getContent('/race/data')).equals(Buffer.concat([base, x])));
+    const w1 = await first.writer('/race/data', false);
+    await w1.write(Buffer.concat([base, x]));
+    await w1.close();
+
+    // c opens after d has claimed (and sent a part): c's part numbers lie after d's, c claims
+    // later, so d's close fails and c's bytes follow the state d opened from
+    const d = await twin(first).writer('/race/data', true);
+    await d.write(y);
+    const c = await twin(first).writer('/race/data', true);
+    await c.write(z);
+    await assert.rejects(d.close(), WriteConflictError);
+    await c.close();
+    assert.equal((await first.stat('/race/data')).size, base.length + x.length + z.length);
+
+    // d's two parts lie between the file's parts: S3 completes without them, Ceph radosgw refuses
+    // to (InvalidPart), and the upload ends with a clear error, never with other bytes
+    const end = await twin(first).writer('/race/data', true);
+    const completed = await end.commit().then(
+      () => true,
+      (err: Error) => {
+        assert.ok(err instanceof WriteRefusedError && /around 2 part\(s\) a concurrent request .* sent and lost/.test(err.message), err.message);
+        return false;
+      },
+    );
+    if (completed) assert.ok((await first.getContent('/race/data')).equals(Buffer.concat([base, x, z])));
+    else await assert.rejects(first.reader('/race/data'), PathNotFoundError);
+  });
+
+  it('continues a pending state in the format written before part lists (a count, no nonce)', async () => {
+    const driver = make();
+    await driver.client.send(
+      new PutObjectCommand({ Bucket: bucket, Key: `${driver.key('/old/data')}~pending`, Body: 'abc', Metadata: { 'berth-upload-id': '', 'berth-parts': '0', 'berth-size': '3' } }),
+    );
+    assert.equal((await driver.stat('/old/data')).size, 3);
+    const w = await twin(driver).writer('/old/data', true);
+    assert.equal(w.size, 3);
+    await w.write(Buffer.from('def'));
+    await w.commit();
+    assert.equal((await driver.getContent('/old/data')).toString(), 'abcdef');
+  });
+
+  it("refuses a write past S3's part limit with a clear error, and keeps what earlier writers stored", async () => {
+    // the limit lowered to 2 (S3's is 10,000): three requests of one 6 MiB part each
+    const first = make({ chunksize: 6 * MiB });
+    const limited = () => {
+      const driver = new S3Driver({ ...first.options, maxParts: 2 });
+      drivers.push(driver);
+      return driver;
+    };
+    const parts = [randomBytes(6 * MiB), randomBytes(6 * MiB)];
+    for (const part of parts) {
+      const w = await limited().writer('/limit/data', true);
+      await w.write(part);
+      await w.close();
+    }
+    const w3 = await limited().writer('/limit/data', true);
+    await assert.rejects(
+      (async () => {
+        await w3.write(randomBytes(6 * MiB));
+        await w3.close();
+      })(),
+      (err: Error) => err instanceof WriteRefusedError && /more than 2 parts, S3's limit for one object/.test(err.message) && /send larger chunks/.test(err.message),
+    );
+    // the refused request left nothing: the file is what the first two wrote, and completes
+    assert.equal((await first.stat('/limit/data')).size, 12 * MiB);
+    const done = await limited().writer('/limit/data', true);
+    await done.commit();
+    assert.ok((await first.getContent('/limit/data')).equals(Buffer.concat(parts)));
+    assert.deepEqual(await uploadsOf(first, '/limit'), []);
   });
 
   it('cancel aborts the multipart upload and leaves nothing', async () => {

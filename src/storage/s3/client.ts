@@ -4,11 +4,11 @@
  * operations on one bucket below the driver's root that the driver and the multipart writer share.
  */
 import { Agent as HttpAgent } from 'node:http';
+import type { Readable } from 'node:stream';
 import { Agent as HttpsAgent } from 'node:https';
+import { parseXML } from '@aws-sdk/xml-builder';
 import {
   DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
   PutObjectCommand,
   S3Client,
   S3ServiceException,
@@ -58,6 +58,8 @@ export interface S3DriverOptions extends S3Parameters {
   logger?: Logger;
   /** attempts per request, retries included (default 5) */
   maxAttempts?: number;
+  /** parts of one multipart upload (default S3's 10,000; tests lower it) */
+  maxParts?: number;
   /** client overrides, for tests */
   clientConfig?: Partial<S3ClientConfig>;
 }
@@ -171,6 +173,40 @@ export interface WriteParams {
   SSEKMSKeyId?: string;
 }
 
+/** an answer to a signed read */
+export interface SignedResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable & { dump(): Promise<void>; text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer> };
+}
+
+/** reads without the SDK client (signed-http.ts) */
+export interface SignedReads {
+  send(what: string, method: 'GET' | 'HEAD', key: string, query?: Record<string, string>, headers?: Record<string, string>): Promise<SignedResponse>;
+}
+
+/** a key or common prefix of a listing */
+export interface ListedObject {
+  /** the whole key */
+  key: string;
+  size: number;
+  modTime: Date;
+}
+
+/** one page of ListObjectsV2 */
+export interface ListPage {
+  /** the common prefixes (with a delimiter), whole, ending in the delimiter */
+  prefixes: string[];
+  objects: ListedObject[];
+  /** the continuation token of the next page, when there is one */
+  next?: string;
+}
+
+/** an element the XML parser hands back as one object or an array of them */
+function many<T>(value: T | T[] | undefined): T[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value];
+}
+
 /** one bucket below a root directory: driver paths as keys, and the object operations on them */
 export class Bucket {
   readonly name: string;
@@ -180,6 +216,7 @@ export class Bucket {
 
   constructor(
     readonly client: S3Client,
+    readonly http: SignedReads,
     options: S3Parameters,
   ) {
     this.name = options.bucket;
@@ -222,23 +259,49 @@ export class Bucket {
 
   /** size and time of the object at path, undefined when there is none */
   async head(path: string): Promise<{ size: number; modTime: Date } | undefined> {
-    try {
-      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.name, Key: this.key(path) }));
-      return { size: out.ContentLength ?? 0, modTime: out.LastModified ?? new Date() };
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw toStorageError(err, `HeadObject ${path}`);
-    }
+    const what = `HeadObject ${path}`;
+    const res = await this.http.send(what, 'HEAD', this.key(path));
+    await res.body.dump();
+    if (res.status === 404) return undefined;
+    if (res.status !== 200) throw failure(res, what, '');
+    return { size: Number(res.headers['content-length'] ?? 0), modTime: lastModified(res) };
   }
 
   async getObject(path: string): Promise<Buffer> {
+    const what = `GetObject ${path}`;
+    const res = await this.http.send(what, 'GET', this.key(path));
+    if (res.status === 200) return Buffer.from(await res.body.arrayBuffer());
+    const body = await res.body.text();
+    if (res.status === 404) throw new PathNotFoundError(path, NAME);
+    throw failure(res, what, body);
+  }
+
+  /**
+   * One page of the keys under `prefix` (a whole key prefix), with `delimiter` the common prefixes
+   * in place of what lies below them. Keys come URL-encoded (encoding-type=url): no XML escapes to
+   * undo, and any byte survives.
+   */
+  async listPage(prefix: string, options: { delimiter?: string; maxKeys: number; token?: string }): Promise<ListPage> {
+    const what = `ListObjectsV2 ${prefix}`;
+    const query: Record<string, string> = { 'list-type': '2', prefix, 'max-keys': String(options.maxKeys), 'encoding-type': 'url' };
+    if (options.delimiter) query.delimiter = options.delimiter;
+    if (options.token) query['continuation-token'] = options.token;
+    const res = await this.http.send(what, 'GET', '', query);
+    const body = await res.body.text();
+    if (res.status !== 200) throw failure(res, what, body);
+    let result: ListBucketResult | undefined;
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.name, Key: this.key(path) }));
-      return Buffer.from(await out.Body!.transformToByteArray());
+      result = (parseXML(body) as { ListBucketResult?: ListBucketResult }).ListBucketResult;
     } catch (err) {
-      if (isNotFound(err)) throw new PathNotFoundError(path, NAME);
-      throw toStorageError(err, `GetObject ${path}`);
+      throw new StorageError(`${NAME}: ${what}: unreadable answer: ${(err as Error).message}`, NAME, { cause: err });
     }
+    if (result === undefined) throw new StorageError(`${NAME}: ${what}: unreadable answer (no ListBucketResult)`, NAME);
+    const decode = result.EncodingType === 'url' ? (s: string) => decodeURIComponent(s.replace(/\+/g, ' ')) : (s: string) => s;
+    return {
+      prefixes: many(result.CommonPrefixes).map((p) => decode(p.Prefix ?? '')),
+      objects: many(result.Contents).map((o) => ({ key: decode(o.Key ?? ''), size: Number(o.Size ?? 0), modTime: o.LastModified ? new Date(o.LastModified) : new Date() })),
+      next: result.IsTruncated === 'true' && result.NextContinuationToken ? result.NextContinuationToken : undefined,
+    };
   }
 
   async putObject(path: string, data: Buffer): Promise<void> {
@@ -251,4 +314,30 @@ export class Bucket {
   async deleteObject(path: string): Promise<void> {
     await this.send(`DeleteObject ${path}`, () => this.client.send(new DeleteObjectCommand({ Bucket: this.name, Key: this.key(path) })));
   }
+}
+
+/** ListObjectsV2's answer as the XML parser gives it (text everywhere) */
+interface ListBucketResult {
+  EncodingType?: string;
+  IsTruncated?: string;
+  NextContinuationToken?: string;
+  CommonPrefixes?: { Prefix?: string } | { Prefix?: string }[];
+  Contents?: ListEntry | ListEntry[];
+}
+interface ListEntry {
+  Key?: string;
+  Size?: string;
+  LastModified?: string;
+}
+
+function lastModified(res: SignedResponse): Date {
+  const value = res.headers['last-modified'];
+  return typeof value === 'string' ? new Date(value) : new Date();
+}
+
+/** an answer other than success or 404, with the store's error code and message when it sent them */
+export function failure(res: SignedResponse, what: string, body: string): StorageError {
+  const code = /<Code>([^<]*)<\/Code>/.exec(body)?.[1];
+  const message = /<Message>([^<]*)<\/Message>/.exec(body)?.[1];
+  return new StorageError(`${NAME}: ${what}: ${res.status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`, NAME);
 }

@@ -22,6 +22,8 @@ const GiB = 1024 * MiB;
 export const MIN_PART_SIZE = 5 * MiB;
 /** the largest part (and the largest single CopyObject) */
 export const MAX_PART_SIZE = 5 * GiB;
+/** S3's limit of parts in one multipart upload */
+export const MAX_PARTS = 10_000;
 export const LIST_PAGE = 1000;
 
 /** the multipart-upload operations on one bucket */
@@ -63,24 +65,31 @@ export class Multipart {
   }
 
   /**
-   * the first `count` parts of an upload, as CompleteMultipartUpload wants them; the upload gone
-   * or a part missing is a StorageError (parts after `count` are left-overs of a request that
-   * never finished and are not used)
+   * the parts `numbers` (ascending) of an upload, as CompleteMultipartUpload wants them; the upload
+   * gone or a part missing is a StorageError (other parts are left-overs of a request that never
+   * finished, or lost to another writer, and are not used)
    */
-  async listParts(key: string, path: string, uploadId: string, count: number): Promise<CompletedPart[]> {
-    const parts: CompletedPart[] = [];
+  async listParts(key: string, path: string, uploadId: string, numbers: number[]): Promise<CompletedPart[]> {
+    const found = await this.parts(key, path, uploadId, numbers.at(-1) ?? 0);
+    return numbers.map((n) => {
+      const part = found.get(n);
+      if (part === undefined) throw new StorageError(`${NAME}: ListParts ${path}: part ${n} of upload ${uploadId} is missing`, NAME);
+      return part;
+    });
+  }
+
+  /** the parts of an upload up to number `last` (every part without it), by number */
+  async parts(key: string, path: string, uploadId: string, last = Number.MAX_SAFE_INTEGER): Promise<Map<number, CompletedPart>> {
+    const found = new Map<number, CompletedPart>();
     let marker: string | undefined;
     do {
       const out = await this.bucket.send(`ListParts ${path}`, () =>
         this.client.send(new ListPartsCommand({ Bucket: this.bucket.name, Key: key, UploadId: uploadId, MaxParts: LIST_PAGE, PartNumberMarker: marker })),
       );
-      for (const p of out.Parts ?? []) if (p.PartNumber! <= count) parts[p.PartNumber! - 1] = { PartNumber: p.PartNumber, ETag: p.ETag };
-      marker = out.IsTruncated && Number(out.NextPartNumberMarker) < count ? out.NextPartNumberMarker : undefined;
+      for (const p of out.Parts ?? []) if (p.PartNumber! <= last) found.set(p.PartNumber!, { PartNumber: p.PartNumber, ETag: p.ETag });
+      marker = out.IsTruncated && Number(out.NextPartNumberMarker) < last ? out.NextPartNumberMarker : undefined;
     } while (marker !== undefined);
-    for (let i = 0; i < count; i++) {
-      if (parts[i] === undefined) throw new StorageError(`${NAME}: ListParts ${path}: part ${i + 1} of upload ${uploadId} is missing`, NAME);
-    }
-    return parts;
+    return found;
   }
 
   /** completes an upload (its answer's ETag is not used: some stores send an empty one) */
