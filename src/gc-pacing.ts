@@ -2,7 +2,8 @@
  * Collects short-lived Buffers sooner than V8 would by itself. Every socket read of a request body
  * becomes a fresh Buffer (Node's HTTP parser copies each body piece into its own), so a 1 GiB push
  * makes 16,000 short-lived 64 KiB ArrayBuffers; a stored file hashed again (a sha512 digest, an
- * upload resumed on another instance, `berth verify`) is read into a fresh 1 MiB Buffer per chunk.
+ * upload resumed on another instance, `berth verify`) is read into a fresh 1 MiB Buffer per chunk;
+ * a blob streamed from S3 arrives as a fresh Buffer per socket read of the store's answer.
  * V8 counts them as external memory and, with few JavaScript objects allocated meanwhile, frees
  * them only when 64 MiB more of it have piled up (a scavenge for "external memory pressure"): that
  * pile was most of a push's peak RSS. A scavenge every 4 MiB of such bytes frees them while they
