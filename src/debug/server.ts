@@ -29,10 +29,32 @@ export interface DebugServer {
   close(): Promise<void>;
 }
 
-export async function startDebugServer(address: { host: string; port: number }, options: DebugOptions): Promise<DebugServer> {
+/** what a debug listener answers: this process's figures, or (workers/debug.ts) every worker's summed */
+export interface DebugPages {
+  vars(): unknown;
+  /** the failing checks by name; none: healthy */
+  health(): Promise<Record<string, string>>;
+  metrics?: { path: string; render(): Promise<{ body: string; contentType: string }> };
+}
+
+export function startDebugServer(address: { host: string; port: number }, options: DebugOptions): Promise<DebugServer> {
+  const { metrics } = options;
+  const pages: DebugPages = {
+    vars: () => ({ ...debugVars(options.notifier), ...options.figures() }),
+    health: () => options.readiness(),
+    metrics: metrics && {
+      path: metrics.path,
+      render: async () => ({ body: await metrics.instance.registry.metrics(), contentType: metrics.instance.registry.contentType }),
+    },
+  };
+  return listenDebug(address, pages, options.logger, 'debug listener started');
+}
+
+/** serves `pages` on `address` (plain HTTP, GET and HEAD) and logs `started` with the address */
+export async function listenDebug(address: { host: string; port: number }, pages: DebugPages, logger: Logger, started: string): Promise<DebugServer> {
   const server = createServer((req, res) => {
-    handle(req, res, options).catch((err) => {
-      options.logger.error({ err }, 'debug listener request failed');
+    handle(req, res, pages).catch((err) => {
+      logger.error({ err }, 'debug listener request failed');
       if (!res.headersSent) send(res, 500, { error: String(err) });
       else res.destroy();
     });
@@ -47,21 +69,21 @@ export async function startDebugServer(address: { host: string; port: number }, 
   const bound = server.address() as AddressInfo;
   const host = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
   const url = `http://${host}:${bound.port}`;
-  options.logger.info({ addr: `${host}:${bound.port}`, prometheus: options.metrics?.path }, 'debug listener started');
+  logger.info({ addr: `${host}:${bound.port}`, prometheus: pages.metrics?.path }, started);
   return { url, close: () => closeServer(server) };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, options: DebugOptions): Promise<void> {
+async function handle(req: IncomingMessage, res: ServerResponse, pages: DebugPages): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'only GET and HEAD' }, { allow: 'GET, HEAD' });
-  if (path === '/debug/vars') return send(res, 200, { ...debugVars(options.notifier), ...options.figures() });
+  if (path === '/debug/vars') return send(res, 200, await pages.vars());
   if (path === '/debug/health') {
-    const failures = await options.readiness();
+    const failures = await pages.health();
     return send(res, Object.keys(failures).length === 0 ? 200 : 503, failures);
   }
-  if (options.metrics && path === options.metrics.path) {
-    const body = await options.metrics.instance.registry.metrics();
-    res.writeHead(200, { 'content-type': options.metrics.instance.registry.contentType, 'content-length': Buffer.byteLength(body) });
+  if (pages.metrics && path === pages.metrics.path) {
+    const { body, contentType } = await pages.metrics.render();
+    res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
     res.end(req.method === 'HEAD' ? undefined : body);
     return;
   }
