@@ -1,4 +1,5 @@
 /** The arguments of `berth garbage-collect`, Distribution's: `[-d|--dry-run] [-m|--delete-untagged] [-q|--quiet] CONFIG.yml`, and berth's `--retention`. */
+import { parseCommandArgs } from '../../command-args.js';
 
 export interface CollectArgs {
   dryRun: boolean;
@@ -10,25 +11,17 @@ export interface CollectArgs {
   file?: string;
 }
 
-const FLAGS: Record<string, keyof Omit<CollectArgs, 'file'>> = {
-  '-d': 'dryRun',
-  '--dry-run': 'dryRun',
-  '-m': 'deleteUntagged',
-  '--delete-untagged': 'deleteUntagged',
-  '-q': 'quiet',
-  '--quiet': 'quiet',
-  '--retention': 'retention',
-};
-
 /** the parsed arguments, or a message saying what is wrong with them */
 export function parseCollectArgs(argv: readonly string[]): CollectArgs | string {
-  const args: CollectArgs = { dryRun: false, deleteUntagged: false, quiet: false, retention: false };
-  for (const arg of argv) {
-    const flag = FLAGS[arg];
-    if (flag) args[flag] = true;
-    else if (arg.startsWith('-')) return `unknown flag ${arg}`;
-    else if (args.file === undefined) args.file = arg;
-    else return `one configuration file only, got ${args.file} and ${arg}`;
-  }
+  const parsed = parseCommandArgs(argv, {
+    'dry-run': { type: 'boolean', short: 'd' },
+    'delete-untagged': { type: 'boolean', short: 'm' },
+    quiet: { type: 'boolean', short: 'q' },
+    retention: { type: 'boolean' },
+  });
+  if (typeof parsed === 'string') return parsed;
+  const { values, file } = parsed;
+  const args: CollectArgs = { dryRun: values['dry-run'] === true, deleteUntagged: values['delete-untagged'] === true, quiet: values.quiet === true, retention: values.retention === true };
+  if (file !== undefined) args.file = file;
   return args;
 }

@@ -1,4 +1,5 @@
 /** The arguments of `berth verify [--repository NAME] [--fix] CONFIG.yml`. */
+import { parseCommandArgs, valueNeeded } from '../../command-args.js';
 import { isRepositoryName } from '../names.js';
 
 export interface VerifyArgs {
@@ -10,17 +11,17 @@ export interface VerifyArgs {
 
 /** the parsed arguments, or a message saying what is wrong with them */
 export function parseVerifyArgs(argv: readonly string[]): VerifyArgs | string {
-  const args: VerifyArgs = { fix: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--fix') args.fix = true;
-    else if (arg === '--repository' || arg === '-r') {
-      const name = argv[++i];
-      if (name === undefined || !isRepositoryName(name)) return `--repository needs a repository name, got ${name ?? 'nothing'}`;
-      args.repository = name;
-    } else if (arg.startsWith('-')) return `unknown flag ${arg}`;
-    else if (args.file === undefined) args.file = arg;
-    else return `one configuration file only, got ${args.file} and ${arg}`;
+  const parsed = parseCommandArgs(argv, { fix: { type: 'boolean' }, repository: { type: 'string', short: 'r' } }, { repository: NAME });
+  if (typeof parsed === 'string') return parsed;
+  const { values, file } = parsed;
+  const args: VerifyArgs = { fix: values.fix === true };
+  const name = values.repository;
+  if (typeof name === 'string') {
+    if (!isRepositoryName(name)) return valueNeeded('repository', NAME, name);
+    args.repository = name;
   }
+  if (file !== undefined) args.file = file;
   return args;
 }
+
+const NAME = 'a repository name';
