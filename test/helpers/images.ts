@@ -131,7 +131,12 @@ function imageConfig(mediaType: string, diffIDs: string[], platform: { architect
   return jsonBlob(mediaType, {
     ...platform,
     created,
-    config: { Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'], Cmd: ['/bin/sh'], WorkingDir: '/' },
+    config: {
+      Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+      Cmd: ['/bin/sh'],
+      WorkingDir: '/',
+      Labels: { 'org.opencontainers.image.title': 'berth test image', 'org.opencontainers.image.version': platform.architecture },
+    },
     rootfs: { type: 'layers', diff_ids: diffIDs },
     history: diffIDs.map((_, i) => ({ created, created_by: `/bin/sh -c #(nop) ADD file:${i} in / ` })),
   }, algorithm);

@@ -113,6 +113,8 @@ describe('web interface: browsing', needBrowser(), () => {
     assert.match(await config.innerText(), /Cmd\s+\/bin\/sh/);
     assert.match(await config.innerText(), /Working directory\s+\//);
     assert.match(await config.innerText(), /Environment\s+PATH=\/usr\/local\/sbin:/);
+    assert.match(await config.innerText(), /Labels[\s\S]*org\.opencontainers\.image\.title\s+berth test image/);
+    assert.match(await config.innerText(), /org\.opencontainers\.image\.version\s+arm64/);
     await config.getByText(`History (${arm.blobs.length - 1} steps)`).click();
     assert.match(await config.locator('ol.history').innerText(), /\/bin\/sh -c #\(nop\) ADD file:0 in \//);
     assert.deepEqual(problems, []);
