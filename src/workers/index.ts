@@ -17,7 +17,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { parseAddr } from '../http/address.js';
-import { startPrimaryDebugServer } from './debug.js';
 
 export interface WorkersOptions {
   count: number;
@@ -65,7 +64,8 @@ export async function runWorkers(options: WorkersOptions): Promise<number> {
   await Promise.all(Array.from({ length: count - 1 }, (_, i) => fork(i + 1)));
   logger.info({ workers: count, pids: [...started.keys()].map((w) => w.process.pid) }, `berth is serving with ${count} worker processes`);
 
-  const debugServer = options.debug && (await startPrimaryDebugServer(parseAddr(options.debug.addr), { prometheus: options.debug.prometheus, logger }));
+  // loaded only when configured, as a single process's listener is (test/app/lazy-modules.test.ts)
+  const debugServer = options.debug && (await (await import('./debug.js')).startPrimaryDebugServer(parseAddr(options.debug.addr), { prometheus: options.debug.prometheus, logger }));
 
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
