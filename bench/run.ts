@@ -380,7 +380,7 @@ async function main(): Promise<number> {
     settings: {
       'big blob': `${settings.big / MiB} MiB`,
       'concurrent blobs': `8 × ${settings.each / MiB} MiB`,
-      'blob rounds': String(settings.blobRounds),
+      'blob rounds': `${settings.blobRounds}, after one unmeasured warm-up run of the row on each registry`,
       'autocannon': `${settings.duration} s per run, ${settings.warmup} s warm-up per endpoint, ${settings.smallRounds} rounds, connections ${CONNECTIONS.join(' and ')}`,
       'fixtures': `${settings.tags} tags in bench/tags, ${settings.repos} repositories bench/catalog/rNNNNN (each with _layers and _manifests)`,
       'skopeo image': `${LAYERS} layers (random data, gzip), ${settings.skopeoRounds} rounds`,

@@ -6,7 +6,7 @@
  * The client (construction, retries, error mapping) is s3/client.ts; writers and multipart copies
  * are s3/multipart.ts. See docs/decisions.md ("S3 driver") for the choices.
  */
-import { pipeline, Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import {
   CopyObjectCommand,
   DeleteObjectsCommand,
@@ -33,7 +33,6 @@ import { LIST_PAGE, MAX_PARTS, Multipart } from './s3/multipart.js';
 import { isPathName, pendingPathName, PendingStore } from './s3/pending.js';
 import { SignedHttp } from './s3/signed-http.js';
 import { openWriter, type WriterContext } from './s3/writer.js';
-import { shortLivedBytes } from '../gc-pacing.js';
 
 export type { S3DriverOptions, S3Parameters } from './s3/client.js';
 
@@ -98,10 +97,11 @@ export class S3Driver extends BaseDriver {
     const last = length === undefined ? '' : String(readEnd(offset, length, Number.MAX_SAFE_INTEGER) - 1);
     // only the bytes asked for leave the store (a ranged blob GET reads just its range)
     const range = offset > 0 || last ? `bytes=${offset}-${last}` : undefined;
-    // streamed with undici: node:http's client copies every body chunk (docs/decisions.md, "S3 streamed reads")
-    const { status, body } = await this.http.send(`GetObject ${path}`, 'GET', this.key(path), {}, range ? { range } : {});
-    if (status === (range ? 206 : 200)) return paced(body);
-    await body.dump();
+    // over berth's own connections into reused buffers (s3/body-reads.ts; docs/decisions.md, "S3 streamed reads")
+    const answer = await this.http.stream(`GetObject ${path}`, this.key(path), range);
+    const { status } = answer;
+    if (status === (range ? 206 : 200)) return answer.body;
+    await answer.discard();
     if (status === 404) throw new PathNotFoundError(path, NAME);
     // offset at or past the end: at the end is an empty read, past it an error
     if (status === 416) return this.emptyRead(path, offset);
@@ -258,19 +258,4 @@ export class S3Driver extends BaseDriver {
     this.client.destroy();
     await this.http.close();
   }
-}
-
-/**
- * The body with a scavenge every few MiB (gc-pacing.ts): each socket read of the store's answer is
- * a fresh Buffer, and left to V8 they pile up as external memory until a full collection
- */
-function paced(body: Readable): Readable {
-  const counted = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      shortLivedBytes(chunk.length);
-      done(null, chunk);
-    },
-  });
-  pipeline(body, counted, () => undefined);
-  return counted;
 }

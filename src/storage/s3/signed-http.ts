@@ -11,13 +11,16 @@
  * URL the SDK pre-signs) and the signing region.
  */
 import { createHash, createHmac } from 'node:crypto';
+import { pipeline, Readable, Transform } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
+import { shortLivedBytes } from '../../gc-pacing.js';
 import { StorageUnavailableError } from '../driver.js';
+import { BodyReads } from './body-reads.js';
 import { NAME, toStorageError, type SignedReads, type SignedResponse } from './client.js';
 
 export interface SignedHttpOptions {
@@ -29,10 +32,20 @@ export interface SignedHttpOptions {
   logger?: Pick<Logger, 'warn'>;
 }
 
+/** a streamed read's answer: the body to serve when the status is the one asked for */
+export interface StreamedResponse {
+  status: number;
+  body: Readable;
+  /** drops a body that is not served */
+  discard(): Promise<void>;
+}
+
 /** where the bucket's objects are: `base` + the encoded key is an object's URL */
 interface Endpoint {
   base: URL;
   signer: SignatureV4;
+  /** streamed bodies over berth's own connections to `base` */
+  bodies: BodyReads;
 }
 
 /** a key the SDK pre-signs once to show the bucket's URL layout (never requested) */
@@ -91,7 +104,7 @@ export class SignedHttp implements SignedReads {
       const base = new URL(url.origin);
       base.pathname = url.pathname.slice(0, -PROBE_KEY.length);
       const signer = new SignatureV4({ credentials: this.client.config.credentials, region, service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
-      return { base, signer };
+      return { base, signer, bodies: new BodyReads(base, { rejectUnauthorized: !this.options.skipverify }) };
     })().catch((err) => {
       this.endpoint = undefined; // tried again on the next request
       throw err;
@@ -104,29 +117,24 @@ export class SignedHttp implements SignedReads {
    * failures, 5xx and throttling are retried with back-off before any byte is handed on; what still
    * fails is StorageUnavailableError. Other answers (404, 416...) are returned with their body.
    */
-  async send(what: string, method: 'GET' | 'HEAD', key: string, query: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<SignedResponse> {
+  send(what: string, method: 'GET' | 'HEAD', key: string, query: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<SignedResponse> {
+    return this.sendFrom(1, what, method, key, query, headers);
+  }
+
+  /** send(), with `first` - 1 attempts already made (and failed with a status worth retrying) */
+  private async sendFrom(first: number, what: string, method: 'GET' | 'HEAD', key: string, query: Record<string, string>, headers: Record<string, string>): Promise<SignedResponse> {
     let endpoint: Endpoint;
     try {
       endpoint = await this.resolveEndpoint();
     } catch (err) {
       throw toStorageError(err, what);
     }
-    const { base, signer } = endpoint;
-    const path = base.pathname + encodeKey(key);
-    for (let attempt = 1; ; attempt++) {
+    if (first > 1) await backOff(first - 1);
+    for (let attempt = first; ; attempt++) {
       let failure: string;
       try {
-        const signed = await signer.sign({
-          method,
-          protocol: base.protocol,
-          hostname: base.hostname,
-          port: base.port ? Number(base.port) : undefined,
-          path,
-          query,
-          headers: { ...headers, host: base.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
-        });
-        const search = new URLSearchParams(query).toString().replace(/\+/g, '%20');
-        const res = await request(`${base.origin}${path}${search ? `?${search}` : ''}`, { method, headers: signed.headers, dispatcher: this.dispatcher });
+        const signed = await sign(endpoint, method, key, query, headers);
+        const res = await request(`${endpoint.base.origin}${signed.target}`, { method, headers: signed.headers, dispatcher: this.dispatcher });
         if (res.statusCode < 500 && res.statusCode !== 429) {
           if (attempt > 1) this.options.logger?.warn({ driver: NAME, operation: what.split(' ')[0], attempts: attempt }, 'S3 request succeeded after retries');
           return { status: res.statusCode, headers: res.headers, body: res.body };
@@ -141,13 +149,77 @@ export class SignedHttp implements SignedReads {
         if (attempt > 1) this.options.logger?.warn({ driver: NAME, operation: what.split(' ')[0], attempts: attempt, error: failure }, 'S3 request failed after retries');
         throw new StorageUnavailableError(`${NAME}: ${what}: ${failure} (after ${attempt} attempts)`, NAME);
       }
-      await sleep(Math.min(5_000, 100 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2));
+      await backOff(attempt);
     }
   }
 
-  close(): Promise<void> {
-    return this.dispatcher.close();
+  /**
+   * A streamed GET of `key` (from `range` when given): read over berth's own connections into
+   * reused buffers (body-reads.ts) when the store answers 200 (206 with a range) with a length, and
+   * through send(), with its retries, otherwise.
+   */
+  async stream(what: string, key: string, range: string | undefined): Promise<StreamedResponse> {
+    const expect = range ? 206 : 200;
+    const headers: Record<string, string> = range ? { range } : {};
+    let first = 1;
+    try {
+      const endpoint = await this.resolveEndpoint();
+      const signed = await sign(endpoint, 'GET', key, {}, headers);
+      const answer = await endpoint.bodies.open(signed.target, signed.headers, expect);
+      if (answer && 'body' in answer) return { status: expect, body: answer.body, discard: async () => void answer.body.destroy() };
+      // another status: final (404, 416...) as it is; worth retrying (5xx, 429) as the general
+      // client's first attempt; the status asked for, in a form body-reads does not read (chunked),
+      // asked again of the general client
+      if (answer && answer.status !== expect && answer.status < 500 && answer.status !== 429) return { status: answer.status, body: Readable.from([]), discard: async () => undefined };
+      if (answer && answer.status !== expect) first = 2;
+    } catch {
+      // the general path below says what is wrong, with its retries
+    }
+    const res = await this.sendFrom(first, what, 'GET', key, {}, headers);
+    return { status: res.status, body: res.status === expect ? paced(res.body) : res.body, discard: () => res.body.dump() };
   }
+
+  async close(): Promise<void> {
+    const endpoint = await this.endpoint?.catch(() => undefined);
+    await Promise.all([this.dispatcher.close(), endpoint?.bodies.close()]);
+  }
+}
+
+/**
+ * The general client's body with a scavenge every few MiB (gc-pacing.ts): each socket read of the
+ * store's answer is a fresh Buffer, and left to V8 they pile up as external memory until a full
+ * collection
+ */
+function paced(body: Readable): Readable {
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      shortLivedBytes(chunk.length);
+      done(null, chunk);
+    },
+  });
+  pipeline(body, counted, () => undefined);
+  return counted;
+}
+
+/** a request for `key` signed with SigV4: its path and query, and its headers (host included) */
+async function sign({ base, signer }: Endpoint, method: 'GET' | 'HEAD', key: string, query: Record<string, string>, headers: Record<string, string>): Promise<{ target: string; headers: Record<string, string> }> {
+  const path = base.pathname + encodeKey(key);
+  const signed = await signer.sign({
+    method,
+    protocol: base.protocol,
+    hostname: base.hostname,
+    port: base.port ? Number(base.port) : undefined,
+    path,
+    query,
+    headers: { ...headers, host: base.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
+  });
+  const search = new URLSearchParams(query).toString().replace(/\+/g, '%20');
+  return { target: `${path}${search ? `?${search}` : ''}`, headers: signed.headers };
+}
+
+/** the pause after failed attempt number `attempt` (exponential, with jitter) */
+function backOff(attempt: number): Promise<void> {
+  return sleep(Math.min(5_000, 100 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2));
 }
 
 /** undici's and Node's errors of the connection itself (refused, reset, timed out), not the SDK's */
