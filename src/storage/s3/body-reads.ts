@@ -5,16 +5,15 @@
  * 128 MiB pull made 2,000 of them, and allocating and collecting them was most of berth's CPU for
  * the pull (docs/decisions.md, "S3 streamed reads").
  *
- * Only the common answer is read here: 200 or 206 with a Content-Length. Anything else (an error
- * status, a chunked body, a connection that fails before the answer's head) is reported as
- * `undefined`, and the caller asks again through the general client (signed-http.ts), which has the
- * retries and the error bodies. A keep-alive connection the store closed while idle is one of
- * those failures; the caller's second attempt goes on a new connection.
+ * Only the common answer is read here: 200 or 206 with a Content-Length. Another answer is
+ * reported by its status, unread; a connection that fails before an answer's head (a kept one the
+ * store closed while idle, say) by `undefined`. The caller (signed-http.ts) then asks the general
+ * client, which has the retries and the error bodies.
  *
- * Piped into a destination (fastify pipes a reply stream into the response), a body reads into two
- * buffers of its own, each reused only after the destination's write callback says its bytes left
- * (as FileReadStream does for files). Read any other way (for await, 'data'), each read is copied
- * into a new Buffer for the reader to keep.
+ * Piped into a destination (fastify pipes a reply stream into the response), a body reads into
+ * buffers of its own, each handed out again only after the destination's write callback said its
+ * bytes left (as FileReadStream does for files). Read any other way (for await, 'data'), each read
+ * is copied into a new Buffer for the reader to keep.
  */
 import net from 'node:net';
 import { Readable, type Writable } from 'node:stream';
@@ -140,6 +139,7 @@ class StoreConnection {
   }
 
   get(target: string, headers: Record<string, string>, expect: 200 | 206): Promise<StoreAnswer | undefined> {
+    if (this.socket.destroyed) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       this.waiting = { expect, head: [], headBytes: 0, resolve };
       let request = `GET ${target} HTTP/1.1\r\n`;
