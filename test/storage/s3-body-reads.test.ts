@@ -22,8 +22,13 @@ import { BodyReads, type StoreAnswer } from '../../src/storage/s3/body-reads.js'
 import { issueCert, makeCA } from '../helpers/auth.js';
 import { needTool } from '../helpers/tools.js';
 
-/** byte i of every object: reproducible, and different at every offset within 251 */
-const content = (start: number, length: number) => Buffer.from(Array.from({ length }, (_, i) => (start + i) % 251));
+/** the bytes 0..250: byte i of every object is i mod 251, reproducible and different at every offset within 251 */
+const PERIOD = Buffer.from(Array.from({ length: 251 }, (_, i) => i));
+/** bytes [start, start + length) of an object (a repeated fill: a 20 MB object is made at once) */
+const content = (start: number, length: number) => {
+  const from = start % PERIOD.length;
+  return Buffer.alloc(length, Buffer.concat([PERIOD.subarray(from), PERIOD.subarray(0, from)]));
+};
 
 interface Store {
   origin: URL;

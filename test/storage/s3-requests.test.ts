@@ -18,9 +18,9 @@ function s3Params(fake: FakeS3, extra: Record<string, unknown> = {}) {
   return { region: 'us-east-1', regionendpoint: fake.endpoint, forcepathstyle: true, accesskey: 'k', secretkey: 's', bucket: 'b', ...extra };
 }
 
-function driverFor(fake: FakeS3, extra: Record<string, unknown> = {}): S3Driver {
+function driverFor(fake: FakeS3, extra: Record<string, unknown> = {}, maxAttempts = 3): S3Driver {
   const config = validateConfig({ version: '0.1', storage: { s3: s3Params(fake, extra) } }, 'test');
-  return new S3Driver({ ...config.storage.s3!, maxAttempts: 3 });
+  return new S3Driver({ ...config.storage.s3!, maxAttempts });
 }
 
 describe('s3 driver: request headers and failures (fake endpoint)', () => {
@@ -149,6 +149,19 @@ describe('s3 driver: request headers and failures (fake endpoint)', () => {
       fake.requests.length = 0;
       fake.failWith = 403;
       await assert.rejects(driver.reader('/z'), (err: Error) => !(err instanceof StorageUnavailableError) && /GetObject \/z: unexpected status 403/.test(err.message));
+      assert.equal(fake.requests.length, 1);
+    } finally {
+      fake.failWith = undefined;
+      await driver.close();
+    }
+  });
+
+  it('a streamed read with maxAttempts 1 asks the store once (the first request is the attempt)', async () => {
+    const driver = driverFor(fake, {}, 1);
+    fake.requests.length = 0;
+    fake.failWith = 503;
+    try {
+      await assert.rejects(driver.reader('/z'), (err: Error) => err instanceof StorageUnavailableError && /GetObject \/z: status 503 \(after 1 attempts\)/.test(err.message));
       assert.equal(fake.requests.length, 1);
     } finally {
       fake.failWith = undefined;

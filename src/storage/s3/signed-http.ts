@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import { shortLivedBytes } from '../../gc-pacing.js';
 import { StorageUnavailableError } from '../driver.js';
-import { BodyReads } from './body-reads.js';
+import { BodyReads, type StoreAnswer } from './body-reads.js';
 import { NAME, toStorageError, type SignedReads, type SignedResponse } from './client.js';
 
 export interface SignedHttpOptions {
@@ -161,19 +161,26 @@ export class SignedHttp implements SignedReads {
   async stream(what: string, key: string, range: string | undefined): Promise<StreamedResponse> {
     const expect = range ? 206 : 200;
     const headers: Record<string, string> = range ? { range } : {};
-    let first = 1;
+    let answer: StoreAnswer | undefined;
     try {
       const endpoint = await this.resolveEndpoint();
       const signed = await sign(endpoint, 'GET', key, {}, headers);
-      const answer = await endpoint.bodies.open(signed.target, signed.headers, expect);
-      if (answer && 'body' in answer) return { status: expect, body: answer.body, discard: async () => void answer.body.destroy() };
-      // another status: final (404, 416...) as it is; worth retrying (5xx, 429) as the general
-      // client's first attempt; the status asked for, in a form body-reads does not read (chunked),
-      // asked again of the general client
-      if (answer && answer.status !== expect && answer.status < 500 && answer.status !== 429) return { status: answer.status, body: Readable.from([]), discard: async () => undefined };
-      if (answer && answer.status !== expect) first = 2;
+      answer = await endpoint.bodies.open(signed.target, signed.headers, expect);
     } catch {
-      // the general path below says what is wrong, with its retries
+      // no answer: the general path below says what is wrong, with its retries
+    }
+    if (answer && 'body' in answer) {
+      const { body } = answer;
+      return { status: expect, body, discard: async () => void body.destroy() };
+    }
+    // another status: final (404, 416...) as it is; worth retrying (5xx, 429) as the general
+    // client's first attempt; the status asked for, in a form body-reads does not read (chunked),
+    // asked again of the general client
+    let first = 1;
+    if (answer && answer.status !== expect) {
+      if (answer.status < 500 && answer.status !== 429) return { status: answer.status, body: Readable.from([]), discard: async () => undefined };
+      if (this.options.maxAttempts <= 1) throw new StorageUnavailableError(`${NAME}: ${what}: status ${answer.status} (after 1 attempts)`, NAME);
+      first = 2;
     }
     const res = await this.sendFrom(first, what, 'GET', key, {}, headers);
     return { status: res.status, body: res.status === expect ? paced(res.body) : res.body, discard: () => res.body.dump() };
