@@ -173,8 +173,10 @@ describe('pull-through cache TTL on S3 (Ceph), two instances on one bucket', nee
     const start = clock.now();
     await expiryStory(world, clock, mirrors);
     const state = JSON.parse((await mirrors[0].app.driver.getContent(layout.scheduleState('proxy-expiry'))).toString()) as { started: number };
-    // the pass that removed lib/a started after the TTL, and so did any later one (how many
-    // minutes the test's clock ran on while that pass worked depends on the machine's load)
-    assert.ok(state.started >= start + 60 * MINUTE && state.started <= clock.now(), `the last pass is recorded in the bucket (started ${state.started - start} ms into the story)`);
+    // a pass after the first (which ran at `start`) claimed the schedule in the bucket. Not
+    // necessarily the one that removed lib/a: a pass reads the clock as it goes, and under load
+    // the test's clock runs on while a pass that started earlier still works (CI saw one that
+    // started 41 minutes in remove lib/a)
+    assert.ok(state.started > start && state.started <= clock.now(), `the last pass is recorded in the bucket (started ${state.started - start} ms into the story)`);
   });
 });
