@@ -118,25 +118,32 @@ export class SignedHttp implements SignedReads {
    * fails is StorageUnavailableError. Other answers (404, 416...) are returned with their body.
    */
   send(what: string, method: 'GET' | 'HEAD', key: string, query: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<SignedResponse> {
-    return this.sendFrom(1, what, method, key, query, headers);
+    return this.sendAfter(undefined, what, method, key, query, headers);
   }
 
-  /** send(), with `first` - 1 attempts already made (and failed with a status worth retrying) */
-  private async sendFrom(first: number, what: string, method: 'GET' | 'HEAD', key: string, query: Record<string, string>, headers: Record<string, string>): Promise<SignedResponse> {
+  /** send(), after a first attempt made elsewhere that failed with `firstFailure` (a status worth retrying), if any */
+  private async sendAfter(firstFailure: string | undefined, what: string, method: 'GET' | 'HEAD', key: string, query: Record<string, string>, headers: Record<string, string>): Promise<SignedResponse> {
     let endpoint: Endpoint;
     try {
       endpoint = await this.resolveEndpoint();
     } catch (err) {
       throw toStorageError(err, what);
     }
-    if (first > 1) await backOff(first - 1);
-    for (let attempt = first; ; attempt++) {
-      let failure: string;
+    let failure = firstFailure;
+    for (let made = firstFailure === undefined ? 0 : 1; ; ) {
+      if (failure !== undefined) {
+        if (made >= this.options.maxAttempts) {
+          if (made > 1) this.options.logger?.warn({ driver: NAME, operation: what.split(' ')[0], attempts: made, error: failure }, 'S3 request failed after retries');
+          throw new StorageUnavailableError(`${NAME}: ${what}: ${failure} (after ${made} attempts)`, NAME);
+        }
+        await backOff(made);
+      }
+      made++;
       try {
         const signed = await sign(endpoint, method, key, query, headers);
         const res = await request(`${endpoint.base.origin}${signed.target}`, { method, headers: signed.headers, dispatcher: this.dispatcher });
         if (res.statusCode < 500 && res.statusCode !== 429) {
-          if (attempt > 1) this.options.logger?.warn({ driver: NAME, operation: what.split(' ')[0], attempts: attempt }, 'S3 request succeeded after retries');
+          if (made > 1) this.options.logger?.warn({ driver: NAME, operation: what.split(' ')[0], attempts: made }, 'S3 request succeeded after retries');
           return { status: res.statusCode, headers: res.headers, body: res.body };
         }
         await res.body.dump();
@@ -145,11 +152,6 @@ export class SignedHttp implements SignedReads {
         if (!isNetworkError(err)) throw toStorageError(err, what);
         failure = (err as Error).message;
       }
-      if (attempt >= this.options.maxAttempts) {
-        if (attempt > 1) this.options.logger?.warn({ driver: NAME, operation: what.split(' ')[0], attempts: attempt, error: failure }, 'S3 request failed after retries');
-        throw new StorageUnavailableError(`${NAME}: ${what}: ${failure} (after ${attempt} attempts)`, NAME);
-      }
-      await backOff(attempt);
     }
   }
 
@@ -176,13 +178,12 @@ export class SignedHttp implements SignedReads {
     // another status: final (404, 416...) as it is; worth retrying (5xx, 429) as the general
     // client's first attempt; the status asked for, in a form body-reads does not read (chunked),
     // asked again of the general client
-    let first = 1;
+    let firstFailure: string | undefined;
     if (answer && answer.status !== expect) {
       if (answer.status < 500 && answer.status !== 429) return { status: answer.status, body: Readable.from([]), discard: async () => undefined };
-      if (this.options.maxAttempts <= 1) throw new StorageUnavailableError(`${NAME}: ${what}: status ${answer.status} (after 1 attempts)`, NAME);
-      first = 2;
+      firstFailure = `status ${answer.status}`;
     }
-    const res = await this.sendFrom(first, what, 'GET', key, {}, headers);
+    const res = await this.sendAfter(firstFailure, what, 'GET', key, {}, headers);
     return { status: res.status, body: res.status === expect ? paced(res.body) : res.body, discard: () => res.body.dump() };
   }
 
