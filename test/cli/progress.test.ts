@@ -1,7 +1,7 @@
 /** The progress line of long commands: rewritten in place on a terminal, findings above it; silent elsewhere. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { progressLine } from '../../src/progress.js';
+import { progressLine } from '../../src/cli/progress.js';
 
 function fakeStream(isTTY: boolean): NodeJS.WriteStream & { written: string } {
   const stream = { isTTY, written: '', write(text: string) { stream.written += text; return true; } };

@@ -1,7 +1,7 @@
 // The arguments of `berth garbage-collect` (fast, no storage).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCollectArgs } from '../../src/registry/gc/args.js';
+import { parseCollectArgs } from '../../src/cli/garbage-collect-args.js';
 
 describe('garbage-collect arguments', () => {
   it("takes Distribution's flags, short and long, in any order", () => {

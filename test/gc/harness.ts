@@ -12,7 +12,7 @@ import { stringify } from 'yaml';
 import { isDigest } from '../../src/registry/digest.js';
 import * as layout from '../../src/registry/layout.js';
 import { collectGarbage, summaryLine } from '../../src/registry/gc/index.js';
-import { parseCollectArgs } from '../../src/registry/gc/args.js';
+import { parseCollectArgs } from '../../src/cli/garbage-collect-args.js';
 import { unlessMissing } from '../../src/storage/driver.js';
 import { sha256 } from '../helpers/blobs.js';
 import { REPO_ROOT } from '../helpers/berth-process.js';

@@ -1,5 +1,5 @@
 /** The arguments of `berth garbage-collect`, Distribution's: `[-d|--dry-run] [-m|--delete-untagged] [-q|--quiet] CONFIG.yml`, and berth's `--retention`. */
-import { parseCommandArgs } from '../../command-args.js';
+import { parseCommandArgs } from './command-args.js';
 
 export interface CollectArgs {
   dryRun: boolean;

@@ -1,5 +1,5 @@
 /** The arguments of `berth uploads purge [--older-than DURATION] [--dry-run] CONFIG.yml`. */
-import { parseCommandArgs, valueNeeded } from '../command-args.js';
+import { parseCommandArgs, valueNeeded } from './command-args.js';
 import { parseDuration } from '../config/duration.js';
 
 export interface PurgeArgs {

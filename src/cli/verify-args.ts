@@ -1,6 +1,6 @@
 /** The arguments of `berth verify [--repository NAME] [--fix] CONFIG.yml`. */
-import { parseCommandArgs, valueNeeded } from '../../command-args.js';
-import { isRepositoryName } from '../names.js';
+import { parseCommandArgs, valueNeeded } from './command-args.js';
+import { isRepositoryName } from '../registry/names.js';
 
 export interface VerifyArgs {
   repository?: string;
