@@ -31,7 +31,7 @@ import { createLogger } from './log.js';
 import { Notifier } from './notifications/notifier.js';
 import { BlobStore } from './registry/blobs.js';
 import { Catalog } from './registry/catalog.js';
-import { DirectoryCache, DIRECTORY_CACHE_ENTRIES } from './registry/directory-cache.js';
+import { DirectoryCache, DIRECTORY_CACHE_ENTRIES } from './registry/cache/directory-cache.js';
 import { StoredContent, type ContentSource } from './registry/content.js';
 import { TagStore } from './registry/tags.js';
 import { ManifestStore } from './registry/manifest-store.js';

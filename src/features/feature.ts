@@ -16,7 +16,7 @@ import type { Notifier } from '../notifications/notifier.js';
 import type { BlobGuard, BlobStore } from '../registry/blobs.js';
 import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
-import type { SharedCache } from '../registry/shared-cache.js';
+import type { SharedCache } from '../registry/cache/shared-cache.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import type { Scheduler } from '../scheduler/scheduler.js';

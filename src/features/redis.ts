@@ -44,7 +44,7 @@ export const redisFeature: Feature<RedisConfig> = {
       parts.rateLimiter = (bucket) => new RedisRateLimiter(bucket, server, logger);
     }
     if (config.storage.cache?.blobdescriptor === 'redis') {
-      const { RedisSharedCache } = await import('../registry/redis-cache.js');
+      const { RedisSharedCache } = await import('../registry/cache/redis-cache.js');
       const cache = new RedisSharedCache(server, logger);
       parts.sharedCache = cache;
       parts.close = () => cache.close();

@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { PathNotFoundError, unlessMissing, type RedirectRequest, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
 import type { Digest } from './digest.js';
-import { DirectoryCache } from './directory-cache.js';
+import { DirectoryCache } from './cache/directory-cache.js';
 import { RegistryError } from './errors.js';
 import { linksTo, writeLink } from './links.js';
 

@@ -16,8 +16,8 @@
  */
 import type { StorageDriver } from '../storage/driver.js';
 import { REPOSITORIES } from './layout.js';
-import type { ListingCacheLimits } from './listing-cache.js';
-import { Listings } from './listings.js';
+import type { ListingCacheLimits } from './cache/listing-cache.js';
+import { Listings } from './cache/listings.js';
 import { listsRepository } from './repositories.js';
 
 /**

@@ -16,9 +16,9 @@ import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import type { Digest } from './digest.js';
 import * as layout from './layout.js';
 import { readLink, writeLink } from './links.js';
-import { DirectoryCache } from './directory-cache.js';
-import type { ListingCacheLimits } from './listing-cache.js';
-import { Listings } from './listings.js';
+import { DirectoryCache } from './cache/directory-cache.js';
+import type { ListingCacheLimits } from './cache/listing-cache.js';
+import { Listings } from './cache/listings.js';
 import { checkRepository } from './repositories.js';
 
 /**

@@ -21,7 +21,7 @@ const OPTIONAL = {
   'cloudfront middleware': '/src/storage/middleware/cloudfront.ts',
   '@aws-sdk/cloudfront-signer': '/node_modules/@aws-sdk/cloudfront-signer/',
   'redis rate limiter': '/src/auth/ratelimit-redis.ts',
-  'redis metadata cache': '/src/registry/redis-cache.ts',
+  'redis metadata cache': '/src/registry/cache/redis-cache.ts',
   'redis client': '/src/redis-client.ts',
   ioredis: '/node_modules/ioredis/',
   'debug listener': '/src/debug/server.ts',

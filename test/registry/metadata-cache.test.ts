@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { BlobStore } from '../../src/registry/blobs.js';
 import { sha256, type Digest } from '../../src/registry/digest.js';
-import { DirectoryCache } from '../../src/registry/directory-cache.js';
+import { DirectoryCache } from '../../src/registry/cache/directory-cache.js';
 import { RegistryError } from '../../src/registry/errors.js';
 import * as layout from '../../src/registry/layout.js';
 import { ManifestStore } from '../../src/registry/manifest-store.js';

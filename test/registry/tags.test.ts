@@ -7,7 +7,7 @@ import { normalisePrefix } from '../../src/http/options.js';
 import { pageOf, parsePageQuery, nextLink, DEFAULT_TAGS_PAGE } from '../../src/http/pagination.js';
 import type { Digest } from '../../src/registry/digest.js';
 import { RegistryError } from '../../src/registry/errors.js';
-import { ListingCache } from '../../src/registry/listing-cache.js';
+import { ListingCache } from '../../src/registry/cache/listing-cache.js';
 import { TagStore } from '../../src/registry/tags.js';
 import type { StorageDriver } from '../../src/storage/driver.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';

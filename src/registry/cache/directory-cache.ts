@@ -10,7 +10,7 @@
  * Least recently used entries go first (lru-cache) beyond `maxEntries`.
  */
 import { LRUCache } from 'lru-cache';
-import { PathNotFoundError, type StorageDriver } from '../storage/driver.js';
+import { PathNotFoundError, type StorageDriver } from '../../storage/driver.js';
 import type { SharedCache } from './shared-cache.js';
 
 /** default bound: a key is a path of some 150 characters, so 20,000 entries are about 6-8 MiB */

@@ -7,7 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { connectRedis, type RedisOptions } from '../redis-client.js';
+import { connectRedis, type RedisOptions } from '../../redis-client.js';
 import type { SharedCache } from './shared-cache.js';
 
 const PREFIX = 'berth:cache:';

@@ -4,7 +4,7 @@
  * the directory (see docs/decisions.md, "Tags and catalog"); the filesystem vouches once a
  * directory is 2 s past its last change, the in-memory driver always, S3 never.
  */
-import { unlessMissing, type StorageDriver } from '../storage/driver.js';
+import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import { ListingCache, type ListingCacheLimits } from './listing-cache.js';
 
 export interface ListingsOptions {
