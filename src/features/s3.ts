@@ -1,5 +1,5 @@
 /** The S3 storage driver (storage.s3): the AWS SDK is loaded only when it is configured. */
-import type { S3Parameters } from '../storage/s3.js';
+import type { S3Parameters } from '../storage/s3/driver.js';
 import type { Feature } from './feature.js';
 
 interface S3Config {
@@ -14,7 +14,7 @@ export const s3Feature: Feature<S3Config> = {
     // pins one that runs on 20, so the warning says nothing the operator can act on here
     // (docs/decisions.md, "Node 20"); an operator can still set the variable to false
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-    const { S3Driver } = await import('../storage/s3.js');
+    const { S3Driver } = await import('../storage/s3/driver.js');
     return { driver: new S3Driver({ ...config.storage.s3!, redirectExpiryMs: config.storage.redirect.expiry, logger }) };
   },
 };

@@ -15,7 +15,7 @@ import type { Overrides } from '../helpers/berth.js';
 
 /** what a configuration without S3, cloudfront, redis and http.debug must not load */
 const OPTIONAL = {
-  's3 driver': '/src/storage/s3.ts',
+  's3 driver': '/src/storage/s3/driver.ts',
   '@aws-sdk/client-s3': '/node_modules/@aws-sdk/client-s3/',
   '@aws-sdk/s3-request-presigner': '/node_modules/@aws-sdk/s3-request-presigner/',
   'cloudfront middleware': '/src/storage/middleware/cloudfront.ts',

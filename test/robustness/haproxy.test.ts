@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { validateConfig } from '../../src/config/load.js';
-import { S3Driver } from '../../src/storage/s3.js';
+import { S3Driver } from '../../src/storage/s3/driver.js';
 import { MiB, PatternBlob, startBerthProcess, streamRequest, type BerthProcess } from '../helpers/berth-process.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
 import { buildClientImage, blobPath, type ClientImage } from '../helpers/client-images.js';

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { validateConfig } from '../../src/config/load.js';
 import { purgeUploads } from '../../src/registry/purge.js';
-import { S3Driver } from '../../src/storage/s3.js';
+import { S3Driver } from '../../src/storage/s3/driver.js';
 import { MiB, PatternBlob, startBerthProcess, streamDownload, streamRequest, type BerthProcess } from '../helpers/berth-process.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
 import { buildImage, pushImageOK } from '../helpers/images.js';

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { validateConfig } from '../../src/config/load.js';
 import { pino } from 'pino';
 import { StorageUnavailableError } from '../../src/storage/driver.js';
-import { S3Driver } from '../../src/storage/s3.js';
+import { S3Driver } from '../../src/storage/s3/driver.js';
 import { startBerth } from '../helpers/berth.js';
 import { startFakeS3, type FakeS3 } from '../helpers/fake-s3.js';
 

@@ -15,7 +15,7 @@ import { stringify } from 'yaml';
 import { ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { validateConfig } from '../../src/config/load.js';
 import { PathNotFoundError, WriteConflictError, WriteRefusedError } from '../../src/storage/driver.js';
-import { S3Driver, type S3DriverOptions } from '../../src/storage/s3.js';
+import { S3Driver, type S3DriverOptions } from '../../src/storage/s3/driver.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 import { runDriverSuite } from './driver-suite.js';

@@ -17,7 +17,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { BaseDriver, type WalkEntry } from './base.js';
+import { BaseDriver, type WalkEntry } from '../base.js';
 import {
   childPath,
   InvalidOffsetError,
@@ -27,14 +27,14 @@ import {
   type FileWriter,
   type RedirectRequest,
   readEnd,
-} from './driver.js';
-import { Bucket, buildS3Client, httpStatus, NAME, type S3DriverOptions } from './s3/client.js';
-import { LIST_PAGE, MAX_PARTS, Multipart } from './s3/multipart.js';
-import { isPathName, pendingPathName, PendingStore } from './s3/pending.js';
-import { SignedHttp } from './s3/signed-http.js';
-import { openWriter, type WriterContext } from './s3/writer.js';
+} from '../driver.js';
+import { Bucket, buildS3Client, httpStatus, NAME, type S3DriverOptions } from './client.js';
+import { LIST_PAGE, MAX_PARTS, Multipart } from './multipart.js';
+import { isPathName, pendingPathName, PendingStore } from './pending.js';
+import { SignedHttp } from './signed-http.js';
+import { openWriter, type WriterContext } from './writer.js';
 
-export type { S3DriverOptions, S3Parameters } from './s3/client.js';
+export type { S3DriverOptions, S3Parameters } from './client.js';
 
 /** a child in a directory listing */
 interface Entry {
