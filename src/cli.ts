@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `berth` command: serve, config check|schema, garbage-collect, verify, uploads purge. Exit codes: 0 done, 1 failed, 2 bad usage. */
-import { servingStarted, startupDone } from './startup-heap.js'; // first: it holds the young generation while the others load
+import { servingStarted, startupDone } from './runtime/startup-heap.js'; // first: it holds the young generation while the others load
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { s3Feature } from './features/s3.js';

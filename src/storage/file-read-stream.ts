@@ -16,7 +16,7 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import { Readable, type Writable } from 'node:stream';
-import { shortLivedBytes } from '../gc-pacing.js';
+import { shortLivedBytes } from '../runtime/gc-pacing.js';
 import type { BufferPool } from './buffer-pool.js';
 
 /** the buffers each piped response owns */

@@ -18,7 +18,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
-import { shortLivedBytes } from '../../gc-pacing.js';
+import { shortLivedBytes } from '../../runtime/gc-pacing.js';
 import { StorageUnavailableError } from '../driver.js';
 import { BodyReads, type StoreAnswer } from './body-reads.js';
 import { NAME, toStorageError, type SignedReads, type SignedResponse } from './client.js';
