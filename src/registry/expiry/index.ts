@@ -11,7 +11,7 @@ import { listDigests } from '../digest-dirs.js';
 import { readGraph, READS, type RepositoryGraph } from '../gc/graph.js';
 import { REPOSITORIES_AT_ONCE } from '../gc/index.js';
 import { markRepository } from '../gc/mark.js';
-import { forEach } from '../gc/pool.js';
+import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import { sweepBlobs, sweepRepository } from '../gc/sweep.js';
 import * as layout from '../layout.js';

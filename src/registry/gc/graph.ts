@@ -12,7 +12,7 @@ import { readLink } from '../links.js';
 import { readRevisionMeta } from '../revision-meta.js';
 import { detectMediaType } from '../manifests/detect.js';
 import { MediaTypes, referencesOf } from '../manifests/index.js';
-import { forEach } from './pool.js';
+import { forEach } from '../pool.js';
 
 export interface ManifestNode {
   digest: Digest;

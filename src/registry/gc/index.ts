@@ -6,7 +6,7 @@
 import type { StorageDriver } from '../../storage/driver.js';
 import { readGraph } from './graph.js';
 import { markRepository } from './mark.js';
-import { forEach } from './pool.js';
+import { forEach } from '../pool.js';
 import { repositoryNames } from './repositories.js';
 import { sweepBlobs, sweepRepository } from './sweep.js';
 

@@ -25,7 +25,7 @@ import * as layout from '../layout.js';
 import { READS, readGraph } from './graph.js';
 import { REPOSITORIES_AT_ONCE } from './index.js';
 import { markRepository } from './mark.js';
-import { forEach } from './pool.js';
+import { forEach } from '../pool.js';
 import { repositoryNames } from './repositories.js';
 import { readTouch, type TouchRecord } from './touch.js';
 import { collectUntagged } from './untagged.js';

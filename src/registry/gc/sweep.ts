@@ -15,7 +15,7 @@ import * as layout from '../layout.js';
 import { keepRepository } from '../repositories.js';
 import { READS, type RepositoryGraph } from './graph.js';
 import type { RepositoryMark } from './mark.js';
-import { forEach } from './pool.js';
+import { forEach } from '../pool.js';
 
 export interface SweepOptions {
   dryRun: boolean;

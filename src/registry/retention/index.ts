@@ -15,7 +15,7 @@ import { RegistryError } from '../errors.js';
 import { readGraph, type RepositoryGraph } from '../gc/graph.js';
 import { REPOSITORIES_AT_ONCE } from '../gc/index.js';
 import { markRepository } from '../gc/mark.js';
-import { forEach } from '../gc/pool.js';
+import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import * as layout from '../layout.js';
 import { readLink } from '../links.js';

@@ -18,7 +18,7 @@ import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import { digestAlgorithm, isDigest, type Algorithm, type Digest } from '../digest.js';
 import { forEachStoredBlob, listDigests } from '../digest-dirs.js';
 import { readGraph } from '../gc/graph.js';
-import { forEach } from '../gc/pool.js';
+import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import * as layout from '../layout.js';
 import { readLink } from '../links.js';
