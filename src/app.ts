@@ -18,6 +18,7 @@ import { ConfigError } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { FEATURES } from './features/index.js';
 import type { FeatureParts, Running } from './features/feature.js';
+import { configuredDriver } from './features/storage.js';
 import { readiness } from './health/readiness.js';
 import { parseAddr } from './http/address.js';
 import { normalisePrefix, type EdgeOptions } from './http/options.js';
@@ -41,8 +42,6 @@ import { UploadSessions } from './registry/uploads.js';
 import type { Clock } from './scheduler/clock.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import type { StorageDriver } from './storage/driver.js';
-import { FilesystemDriver } from './storage/filesystem.js';
-import { InMemoryDriver } from './storage/inmemory.js';
 
 export { parseAddr };
 
@@ -88,8 +87,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   for (const feature of FEATURES) {
     if (feature.enabled(config)) enabled.push(await feature.load(config, { logger, scheduler }));
   }
-  const configured = enabled.find((parts) => parts.driver)?.driver ?? builtInDriver(config.storage);
-  const driver = enabled.reduce<StorageDriver>((inner, parts) => parts.wrapDriver?.(inner) ?? inner, options.driver ?? configured);
+  const configured = options.driver ?? (await configuredDriver(config, logger));
+  const driver = enabled.reduce<StorageDriver>((inner, parts) => parts.wrapDriver?.(inner) ?? inner, configured);
   const notifier = new Notifier(config.notifications, logger, { clock: scheduler.clock });
   const monitor = enabled.find((parts) => parts.health)?.health;
   const figures = () => Object.assign({}, ...enabled.map((parts) => parts.figures?.() ?? {}));
@@ -225,12 +224,6 @@ function cacheEntries(cache: Config['storage']['cache']): number {
   return size === 0 ? 1_000_000 : size;
 }
 
-/** the drivers that need no feature: filesystem (the default) and inmemory */
-function builtInDriver(storage: Config['storage']): StorageDriver {
-  if (storage.filesystem) return new FilesystemDriver({ rootdirectory: storage.filesystem.rootdirectory });
-  if (storage.inmemory) return new InMemoryDriver();
-  throw new Error('no storage driver configured'); // the schema and the s3 feature make this unreachable
-}
 
 function edgeOptions(config: Config, prefix: string): EdgeOptions {
   return {

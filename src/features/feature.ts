@@ -53,8 +53,6 @@ export interface Core {
 
 /** what a feature plugs in; every part is optional */
 export interface FeatureParts {
-  /** the storage driver (a storage backend; the configuration enables at most one) */
-  driver?: StorageDriver;
   /** wraps the driver (storage middleware, instrumentation), in the order of the feature list */
   wrapDriver?(inner: StorageDriver): StorageDriver;
   /** token buckets shared between instances, instead of one process's own */

@@ -1,6 +1,6 @@
 /**
- * Every optional feature, in the order their parts apply: the storage backend first, then the
- * wrappers around it from the innermost out (the CDN middleware inside, then the bounds on each
+ * Every optional feature, in the order their parts apply: the wrappers around the storage driver
+ * (features/storage.ts builds it) from the innermost out (the CDN middleware inside, then the bounds on each
  * store call, the metrics that time every storage call outside); the pull-through cache reads through the finished storage, and pulls are
  * recorded (activity) around whatever serves them.
  */
@@ -14,7 +14,6 @@ import { healthFeature } from './health.js';
 import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
 import { retentionFeature } from './retention.js';
-import { s3Feature } from './s3.js';
 import { uiFeature } from './ui.js';
 
-export const FEATURES = [s3Feature, cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, gcFeature, healthFeature, debugFeature, uiFeature] as const;
+export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, gcFeature, healthFeature, debugFeature, uiFeature] as const;

@@ -1,0 +1,62 @@
+/** `berth garbage-collect`: the offline collection, refused unless the configuration is read-only (docs/decisions.md, "Garbage collection (offline)") */
+import { startupDone } from '../runtime/startup-heap.js';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { createLogger } from '../log.js';
+import { collectGarbage, summaryLine } from '../registry/gc/index.js';
+import type { StorageDriver } from '../storage/driver.js';
+import { parseCollectArgs } from './garbage-collect-args.js';
+import { progressLine } from './progress.js';
+import { commandDriver } from './storage.js';
+import { USAGE } from './usage.js';
+
+export async function garbageCollect(argv: string[]): Promise<number> {
+  startupDone(); // a collection allocates much while it walks the storage: V8's usual young generation
+  const args = parseCollectArgs(argv);
+  if (typeof args === 'string') {
+    console.error(`berth garbage-collect: ${args}\n${USAGE}`);
+    return 2;
+  }
+  const { config } = await loadConfig(args.file);
+  if (!config.storage.maintenance.readonly.enabled && !args.dryRun) {
+    console.error(
+      'berth garbage-collect: the configuration is not read-only: a registry writing to this storage during the collection can lose images.\n' +
+        'Stop every registry using it or restart them with storage.maintenance.readonly.enabled: true, then run with that setting ' +
+        '(REGISTRY_STORAGE_MAINTENANCE_READONLY_ENABLED=true berth garbage-collect ...), or use --dry-run.',
+    );
+    return 1;
+  }
+  if (args.retention && (config.storage.maintenance.retention?.policies.length ?? 0) === 0) {
+    console.error('berth garbage-collect: --retention needs storage.maintenance.retention.policies in the configuration (see docs/configuration.md)');
+    return 1;
+  }
+  const driver = await commandDriver(config);
+  try {
+    await driver.ready?.();
+    if (args.retention) await retentionBeforeCollection(driver, config, args);
+    const progress = progressLine();
+    const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => progress.print(line), progress: progress.update });
+    progress.done();
+    console.log(summaryLine(summary, args.dryRun));
+  } finally {
+    await driver.close?.();
+  }
+  return 0;
+}
+
+/** `--retention`: the policies' deletions, their delete events delivered before the collection starts */
+async function retentionBeforeCollection(driver: StorageDriver, config: Config, args: { dryRun: boolean; quiet: boolean }): Promise<void> {
+  const { applyRetention, retentionLine } = await import('../registry/retention/index.js');
+  const { compilePolicies } = await import('../registry/retention/policy.js');
+  const { Notifier } = await import('../notifications/notifier.js');
+  const notifier = new Notifier(config.notifications, createLogger(config.log, process.stderr));
+  const summary = await applyRetention(driver, {
+    policies: compilePolicies(config.storage.maintenance.retention!.policies),
+    now: Date.now(),
+    dryRun: args.dryRun,
+    events: notifier,
+    report: args.quiet ? undefined : (line) => console.log(line),
+  });
+  console.log(retentionLine(summary, args.dryRun));
+  await notifier.close(config.http.draintimeout);
+}

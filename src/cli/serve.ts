@@ -1,0 +1,34 @@
+/** `berth serve [CONFIG.yml]`: the registry, in this process or in several workers (src/workers/). */
+import { servingStarted } from '../runtime/startup-heap.js';
+import { loadConfig } from '../config/load.js';
+import { createLogger } from '../log.js';
+import { workerIndex } from '../workers/index.js';
+
+export async function serve(file: string | undefined): Promise<number> {
+  const { config, source, warnings } = await loadConfig(file);
+  const index = workerIndex();
+  if (config.http.workers > 1 && index === undefined) {
+    // the primary of several workers (src/workers/): it forks them and serves the debug listener
+    const logger = createLogger(config.log);
+    for (const warning of warnings) logger.warn(warning);
+    const { runWorkers } = await import('../workers/index.js');
+    return runWorkers({ count: config.http.workers, logger, debug: config.http.debug });
+  }
+  // imported here: the other commands (garbage-collect) do not load the web server and its modules
+  const { createApp } = await import('../app.js');
+  const logger = index === undefined ? undefined : createLogger(config.log).child({ worker: index });
+  const app = await createApp(config, { configSource: source, logger, worker: index === undefined ? undefined : { index } });
+  if (index === undefined) for (const warning of warnings) app.logger.warn(warning);
+  await app.listen();
+  servingStarted();
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      app.logger.info({ signal }, 'shutting down');
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await app.close();
+  return 0;
+}

@@ -1,0 +1,29 @@
+/** What `berth help` prints: every command's synopsis and what it does. */
+
+/** one entry per command: its synopsis line and what it does, for `berth help` and `berth <command> --help` */
+export const COMMANDS: Record<string, string> = {
+  serve: `berth serve [CONFIG.yml]
+    run the registry (no file: filesystem storage under ./data on :5000)`,
+  config: `berth config check CONFIG.yml
+    print the effective configuration (secrets masked), or every error
+  berth config schema
+    print the configuration's JSON Schema (for editors)`,
+  'garbage-collect': `berth garbage-collect [--dry-run] [--delete-untagged] [--quiet] [--retention] CONFIG.yml
+    delete the blobs no manifest references (with --delete-untagged, also the manifests no tag
+    reaches); needs storage.maintenance.readonly.enabled (or --dry-run). --retention first applies
+    storage.maintenance.retention.policies (tags and untagged manifests, with delete events)`,
+  verify: `berth verify [--repository NAME] [--fix] CONFIG.yml
+    check that every blob hashes to its name and every link and manifest reference exists; exit 1
+    on damage. --fix moves what is provably broken aside (to _berth/verify/quarantine/)`,
+  uploads: `berth uploads purge [--older-than DURATION] [--dry-run] CONFIG.yml
+    delete the uploads started longer ago than DURATION (default: storage.maintenance.uploadpurging.age)`,
+};
+
+export const USAGE = `usage:
+${Object.values(COMMANDS)
+  .map((text) => `  ${text.replace(/\n/g, '\n  ')}`)
+  .join('\n')}
+  berth --version | help [COMMAND]
+
+environment: REGISTRY_CONFIGURATION_PATH names the file; REGISTRY_<KEY_PATH> overrides any key
+exit codes: 0 done, 1 failed (configuration, storage, or the command's own failure), 2 bad usage`;
