@@ -19,6 +19,7 @@ import type { Config } from './config/schema.js';
 import { FEATURES } from './features/index.js';
 import type { FeatureParts, Running } from './features/feature.js';
 import { configuredDriver } from './features/storage.js';
+import { paceShortLivedBuffers } from './runtime/gc-pacing.js';
 import { readiness } from './health/readiness.js';
 import { parseAddr } from './http/address.js';
 import { normalisePrefix, type EdgeOptions } from './http/options.js';
@@ -81,6 +82,7 @@ export interface AppOptions {
 }
 
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
+  paceShortLivedBuffers(); // every entry point turns it on: an app built in a test process too
   const logger = options.logger ?? createLogger(config.log);
   const scheduler = new Scheduler(logger, options.clock, (options.worker?.index ?? 0) === 0);
   const enabled: FeatureParts[] = [];

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `berth` command: serve, config check|schema, garbage-collect, verify, uploads purge (one file each in src/cli/). Exit codes: 0 done, 1 failed, 2 bad usage. */
 import './runtime/startup-heap.js'; // first: it holds the young generation while the others load
+import { paceShortLivedBuffers } from './runtime/gc-pacing.js';
 import { ConfigError } from './config/load.js';
 import { StorageError } from './storage/driver.js';
 import { VERSION } from './version.js';
@@ -60,6 +61,7 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
+paceShortLivedBuffers();
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {

@@ -12,7 +12,7 @@
  * ones nobody comes back to).
  */
 import { randomUUID, type Hash } from 'node:crypto';
-import { shortLivedBytes } from '../runtime/gc-pacing.js';
+import { shortLivedBytes } from '../storage/short-lived-bytes.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { isStorageFull, PathNotFoundError, unlessMissing, WriteConflictError, WriteRefusedError, type FileWriter, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';

@@ -1,5 +1,7 @@
 /**
- * Collects short-lived Buffers sooner than V8 would by itself. Every socket read of a request body
+ * Collects short-lived Buffers sooner than V8 would by itself, once `paceShortLivedBuffers()` has
+ * been called (by the entry points, cli.ts and app.ts); the code that makes them notes them on a
+ * diagnostics channel (src/storage/short-lived-bytes.ts). Every socket read of a request body
  * becomes a fresh Buffer (Node's HTTP parser copies each body piece into its own), so a 1 GiB push
  * makes 16,000 short-lived 64 KiB ArrayBuffers; a stored file hashed again (a sha512 digest, an
  * upload resumed on another instance, `berth verify`) is read into a fresh 1 MiB Buffer per chunk;
@@ -15,6 +17,8 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import diagnostics from 'node:diagnostics_channel';
+import { SHORT_LIVED_BYTES } from '../storage/short-lived-bytes.js';
 
 const EVERY = 4 * 1024 * 1024;
 
@@ -35,11 +39,19 @@ function exposeGc(): Collect | undefined {
 let collect: Collect | undefined | null = null;
 let received = 0;
 
-/** notes `bytes` of Buffers that are garbage once their one consumer is done with them */
-export function shortLivedBytes(bytes: number): void {
-  received += bytes;
+function noted(bytes: unknown): void {
+  received += bytes as number;
   if (received < EVERY) return;
   received = 0;
   if (collect === null) collect = exposeGc();
   collect?.({ type: 'minor' });
+}
+
+let pacing = false;
+
+/** from now on, a minor collection every 4 MiB of short-lived Buffers noted (idempotent) */
+export function paceShortLivedBuffers(): void {
+  if (pacing) return;
+  pacing = true;
+  diagnostics.subscribe(SHORT_LIVED_BYTES, noted);
 }

@@ -16,7 +16,7 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import { Readable, type Writable } from 'node:stream';
-import { shortLivedBytes } from '../runtime/gc-pacing.js';
+import { shortLivedBytes } from './short-lived-bytes.js';
 import type { BufferPool } from './buffer-pool.js';
 
 /** the buffers each piped response owns */

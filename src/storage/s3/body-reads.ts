@@ -18,7 +18,7 @@
 import net from 'node:net';
 import { Readable, type Writable } from 'node:stream';
 import tls from 'node:tls';
-import { shortLivedBytes } from '../../runtime/gc-pacing.js';
+import { shortLivedBytes } from '../short-lived-bytes.js';
 
 export interface BodyReadsOptions {
   rejectUnauthorized: boolean;

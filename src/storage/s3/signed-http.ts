@@ -18,7 +18,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
-import { shortLivedBytes } from '../../runtime/gc-pacing.js';
+import { shortLivedBytes } from '../short-lived-bytes.js';
 import { StorageUnavailableError } from '../driver.js';
 import { BodyReads, type StoreAnswer } from './body-reads.js';
 import { NAME, toStorageError, type SignedReads, type SignedResponse } from './client.js';
@@ -194,7 +194,7 @@ export class SignedHttp implements SignedReads {
 }
 
 /**
- * The general client's body with a scavenge every few MiB (gc-pacing.ts): each socket read of the
+ * The general client's body with a scavenge every few MiB (src/runtime/gc-pacing.ts): each socket read of the
  * store's answer is a fresh Buffer, and left to V8 they pile up as external memory until a full
  * collection
  */
