@@ -248,7 +248,6 @@ const storage = z
   });
 
 export const DRIVER_NAMES = ['filesystem', 'inmemory', 's3'] as const;
-export type DriverName = (typeof DRIVER_NAMES)[number];
 
 const log = z
   .strictObject({

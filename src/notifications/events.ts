@@ -63,6 +63,3 @@ export interface EventSink {
   /** true when some endpoint may want events (lets callers skip building them) */
   readonly active: boolean;
 }
-
-/** the sink of a registry without notification endpoints */
-export const NO_EVENTS: EventSink = { emit() {}, active: false };
