@@ -3,10 +3,21 @@
  * path), authentication and modes; and a warning when anyone who reaches the port can delete.
  */
 import { resolve } from 'node:path';
-import type { Config } from './config/schema.js';
 import { VERSION } from './version.js';
 
-export function bannerFields(config: Config, url: string, configSource?: string): Record<string, unknown> {
+/** the configuration's keys the banner reads (app.ts passes the whole configuration) */
+interface BannerConfig {
+  storage: {
+    filesystem?: { rootdirectory: string };
+    s3?: { bucket: string; region: string; regionendpoint?: string; rootdirectory: string };
+    maintenance: { readonly: { enabled: boolean } };
+    delete: { enabled: boolean };
+  };
+  auth?: { token?: { issuer: { enabled: boolean } }; htpasswd?: unknown };
+  proxy?: { remoteurl?: string; upstreams?: { prefix: string; remoteurl: string }[] };
+}
+
+export function bannerFields(config: BannerConfig, url: string, configSource?: string): Record<string, unknown> {
   return {
     version: VERSION,
     url,
@@ -17,13 +28,13 @@ export function bannerFields(config: Config, url: string, configSource?: string)
   };
 }
 
-function describeStorage(storage: Config['storage']): string {
+function describeStorage(storage: BannerConfig['storage']): string {
   if (storage.filesystem) return `filesystem ${resolve(storage.filesystem.rootdirectory)}`;
   if (storage.s3) return `s3 bucket ${storage.s3.bucket}${storage.s3.regionendpoint ? ` at ${storage.s3.regionendpoint}` : ` in ${storage.s3.region}`}${storage.s3.rootdirectory ? ` under ${storage.s3.rootdirectory}` : ''}`;
   return 'inmemory (content ends with the process)';
 }
 
-function modes(config: Config): string[] {
+function modes(config: BannerConfig): string[] {
   const on: string[] = [];
   if (config.proxy?.remoteurl) on.push(`pull-through cache of ${config.proxy.remoteurl}`);
   for (const mirror of config.proxy?.upstreams ?? []) on.push(`${mirror.prefix}/ mirrors ${mirror.remoteurl}`);
@@ -33,7 +44,7 @@ function modes(config: Config): string[] {
 }
 
 /** deletes on, no authentication, and an address other machines reach */
-export function exposureWarning(config: Config, host: string): string | undefined {
+export function exposureWarning(config: BannerConfig, host: string): string | undefined {
   const loopback = host === 'localhost' || host === '::1' || host.startsWith('127.');
   if (!config.storage.delete.enabled || config.auth || config.storage.maintenance.readonly.enabled || loopback) return undefined;
   const where = host === '0.0.0.0' || host === '::' || host === '' ? 'on every interface' : `on ${host}`;

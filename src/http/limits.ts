@@ -7,7 +7,6 @@
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Server, Socket } from 'node:net';
-import type { Config } from '../config/schema.js';
 
 export interface ConnectionLimits {
   /** open connections per process; beyond it a new one is answered 503 (plain HTTP) or closed (TLS) */
@@ -27,7 +26,16 @@ const AUTO_SHARE = 3 / 4;
 /** the limit assumed when the open-file limit cannot be read (the common soft default is 1,024) */
 const ASSUMED_DESCRIPTORS = 1024;
 
-export function connectionLimits(limits: Config['http']['limits']): ConnectionLimits {
+/** http.limits as the configuration gives them (durations in ms) */
+export interface LimitsConfig {
+  connections: number | 'auto';
+  connectionsperaddress: number | 'auto';
+  headertimeout: number;
+  idletimeout: number;
+  bodyrate: { minimum: number; window: number };
+}
+
+export function connectionLimits(limits: LimitsConfig): ConnectionLimits {
   const connections = limits.connections === 'auto' ? Math.max(1, Math.floor(descriptorLimit() * AUTO_SHARE)) : limits.connections;
   return {
     connections,
