@@ -1,7 +1,7 @@
 /**
  * Access requests: what a request needs, in the resource:name:actions vocabulary of token scopes
  * (`repository:team/app:pull,push`, `registry:catalog:*`). What a request needs is decided at the
- * edge (src/http/required-access.ts) from its route and method.
+ * edge (src/http/route-table.ts) from its route and method.
  */
 export const REPOSITORY_ACTIONS = ['pull', 'push', 'delete'] as const;
 export type RepositoryAction = (typeof REPOSITORY_ACTIONS)[number];

@@ -1,7 +1,8 @@
 /**
  * Path matching for the V2 API. Repository names contain '/', so routes are recognised by their
  * suffix and the name is what comes before it. The raw (still percent-encoded) path is matched:
- * an encoded character in a name or tag makes it invalid rather than another repository's.
+ * an encoded character in a name or tag makes it invalid rather than another repository's. What
+ * each route answers, and with which access, is route-table.ts.
  */
 import { RegistryError } from '../registry/errors.js';
 import { checkRepositoryName } from '../registry/names.js';
@@ -15,18 +16,6 @@ export type Route =
   | { kind: 'blob'; name: string; digest: string }
   | { kind: 'uploads'; name: string }
   | { kind: 'upload'; name: string; uuid: string };
-
-/** methods each route answers; others get 405 UNSUPPORTED */
-export const METHODS: Record<Route['kind'], readonly string[]> = {
-  base: ['GET', 'HEAD'],
-  catalog: ['GET', 'HEAD'],
-  tags: ['GET', 'HEAD'],
-  manifest: ['GET', 'HEAD', 'PUT', 'DELETE'],
-  referrers: ['GET', 'HEAD'],
-  blob: ['GET', 'HEAD', 'DELETE'],
-  uploads: ['POST'],
-  upload: ['GET', 'PATCH', 'PUT', 'DELETE'],
-};
 
 const UUID = /^[a-zA-Z0-9-_.=]+$/;
 

@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RegistryError } from '../registry/errors.js';
 import { isStorageFull, StorageUnavailableError } from '../storage/driver.js';
-import type { Handler, Services } from './context.js';
+import type { Services } from './context.js';
 import type { EdgeOptions } from './options.js';
 import { accessLogFields, exchangeBytes, noteError } from './access-log.js';
 import { sendError } from './errors.js';
@@ -17,16 +17,9 @@ import { queryValue, setAsideUnparsableContentType } from './body.js';
 import { isRepositoryName } from '../registry/names.js';
 import { authorizeRequest, limit } from './authorize.js';
 import { serveTokenRequest } from './handlers/token.js';
-import { getBase } from './handlers/base.js';
-import { getCatalog } from './handlers/catalog.js';
-import { getTags } from './handlers/tags.js';
-import { deleteBlob, getBlob } from './handlers/blobs.js';
-import { deleteManifest, getManifest, putManifest } from './handlers/manifests.js';
 import { isProbe, refuseWhileUnhealthy, serveProbe } from './handlers/probes.js';
-import { getReferrers } from './handlers/referrers.js';
-import { deleteUpload, getUpload, patchUpload, postUpload, putUpload } from './handlers/uploads.js';
-import { requiredAccess } from './required-access.js';
-import { matchRoute, METHODS, type Route } from './routes.js';
+import { allowedMethods, endpoint } from './route-table.js';
+import { matchRoute, type Route } from './routes.js';
 import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js';
 import { answerClientError, bodyLeftUnread, gateConnections, refusalLog, serverTimeouts, sweepInterval, watchBodyRate } from './limits.js';
 import { noSchemaCompilers } from './no-schemas.js';
@@ -40,19 +33,6 @@ export interface TLSOptions {
   rejectUnauthorized?: boolean;
   minVersion: 'TLSv1.2' | 'TLSv1.3';
 }
-
-type HandlerTable = { [K in Route['kind']]: Partial<Record<string, Handler<Extract<Route, { kind: K }>>>> };
-
-const HANDLERS: HandlerTable = {
-  base: { GET: getBase, HEAD: getBase },
-  blob: { GET: getBlob, HEAD: getBlob, DELETE: deleteBlob },
-  uploads: { POST: postUpload },
-  upload: { GET: getUpload, PATCH: patchUpload, PUT: putUpload, DELETE: deleteUpload },
-  manifest: { GET: getManifest, HEAD: getManifest, PUT: putManifest, DELETE: deleteManifest },
-  tags: { GET: getTags, HEAD: getTags },
-  catalog: { GET: getCatalog, HEAD: getCatalog },
-  referrers: { GET: getReferrers, HEAD: getReferrers },
-};
 
 /** the route kind each request matched, for the request metrics */
 const routeKinds = new WeakMap<FastifyRequest, string>();
@@ -156,13 +136,14 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
   if (!route) {
     throw new RegistryError('NOT_FOUND', `no route for ${req.method} ${rawPath}: the registry API lives under ${prefix}/v2/`);
   }
-  const handler = (HANDLERS[route.kind] as Record<string, Handler | undefined>)[req.method];
-  if (!handler) {
-    reply.header('allow', METHODS[route.kind].join(', '));
-    throw new RegistryError('UNSUPPORTED', `${req.method} is not supported on this resource; allowed: ${METHODS[route.kind].join(', ')}`);
+  const found = endpoint(route, req.method);
+  if (!found) {
+    const allowed = allowedMethods(route).join(', ');
+    reply.header('allow', allowed);
+    throw new RegistryError('UNSUPPORTED', `${req.method} is not supported on this resource; allowed: ${allowed}`);
   }
-  await authorizeRequest(req, auth, requiredAccess(route, req.method), route.kind === 'uploads' ? mountSource(req) : undefined);
-  return handler(req, reply, route, services);
+  await authorizeRequest(req, auth, found.access, route.kind === 'uploads' ? mountSource(req) : undefined);
+  return found.handler(req, reply, route, services);
 }
 
 /**

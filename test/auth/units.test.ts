@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import bcrypt from 'bcryptjs';
 import { parseScope } from '../../src/auth/access.js';
-import { requiredAccess } from '../../src/http/required-access.js';
+import { requiredAccess } from '../../src/http/route-table.js';
 import { Htpasswd, HtpasswdError } from '../../src/auth/htpasswd.js';
 import { AccessPolicy } from '../../src/auth/policy.js';
 import { MemoryRateLimiter } from '../../src/auth/ratelimit.js';
