@@ -95,12 +95,12 @@ export class TokenIssuer {
       const user = await this.verifyRefresh(form.get('refresh_token') ?? '');
       return this.issue(user, scopes, false, form.get('refresh_token') ?? undefined);
     }
-    throw new RegistryError('UNSUPPORTED', `grant_type must be "password" or "refresh_token", got ${JSON.stringify(grant)}`, { status: 400 });
+    throw new TokenRequestError('UNSUPPORTED', `grant_type must be "password" or "refresh_token", got ${JSON.stringify(grant)}`);
   }
 
   private checkService(service: string | null): void {
     if (service !== null && service !== this.options.service) {
-      throw new RegistryError('DENIED', `this issuer serves ${JSON.stringify(this.options.service)}, not ${JSON.stringify(service)}`, { status: 400 });
+      throw new TokenRequestError('DENIED', `this issuer serves ${JSON.stringify(this.options.service)}, not ${JSON.stringify(service)}`);
     }
   }
 
@@ -191,13 +191,16 @@ export class TokenIssuer {
   }
 }
 
+/** a token request that is itself wrong (a grant type or service this issuer does not serve): the edge answers 400 */
+export class TokenRequestError extends RegistryError {}
+
 /**
- * A POST whose password or refresh token is wrong: 400 `invalid_grant` (RFC 6749 5.2), the
+ * A POST whose password or refresh token is wrong: `invalid_grant` (RFC 6749 5.2, a 400), the
  * registry's UNAUTHORIZED entry beside it for clients that read Distribution's error body
  */
-export class InvalidGrant extends RegistryError {
+export class InvalidGrant extends TokenRequestError {
   constructor(message: string) {
-    super('UNAUTHORIZED', message, { status: 400 });
+    super('UNAUTHORIZED', message);
   }
 }
 

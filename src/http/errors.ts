@@ -29,6 +29,11 @@ export function statusOf(err: RegistryError): number {
   return err.status ?? STATUS[err.code];
 }
 
+/** `err` answered with `status` instead of its code's usual one: the edge's choice where the spec asks for it (400 BLOB_UNKNOWN on a manifest PUT) */
+export function withStatus(err: RegistryError, status: number): RegistryError {
+  return new RegistryError(err.code, err.message, { detail: err.detail, more: err.more, headers: err.headers, status, cause: err.cause });
+}
+
 export function sendError(reply: FastifyReply, err: RegistryError): FastifyReply {
   for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
   return reply

@@ -189,7 +189,7 @@ export class ManifestStore {
         .filter((_, i) => !childrenStored[i])
         .map((digest): ErrorEntry => ({ code: 'MANIFEST_UNKNOWN', message: `manifest unknown: ${digest} is referenced by the index but not pushed to ${name}`, detail: { digest } })),
     ];
-    if (errors.length > 0) throw RegistryError.many(errors, 400);
+    if (errors.length > 0) throw MissingReferences.of(errors);
   }
 
   private async storeContent(digest: Digest, content: Buffer): Promise<void> {
@@ -241,5 +241,13 @@ function checkAgainstURL(manifest: ParsedManifest, name: string, reference: Refe
   }
   if (manifest.tag !== undefined && 'tag' in reference && manifest.tag !== reference.tag) {
     throw new RegistryError('TAG_INVALID', `the manifest's tag ${JSON.stringify(manifest.tag)} does not match the tag ${JSON.stringify(reference.tag)} in the URL`, { detail: { tag: manifest.tag } });
+  }
+}
+
+/** a manifest names blobs or manifests its repository does not hold: one error entry each */
+export class MissingReferences extends RegistryError {
+  static of(entries: ErrorEntry[]): MissingReferences {
+    const [first, ...more] = entries;
+    return new MissingReferences(first.code, first.message, { detail: first.detail, more });
   }
 }

@@ -1,10 +1,12 @@
 /** GET, HEAD, PUT and DELETE /v2/<name>/manifests/<reference> (spec 4.3–4.5). */
 import { parseDigest } from '../../registry/digest.js';
 import { RegistryError } from '../../registry/errors.js';
-import type { Reference } from '../../registry/manifest-store.js';
+import { MissingReferences, type Reference } from '../../registry/manifest-store.js';
+import { MANIFEST_LIMIT } from '../../registry/manifests/index.js';
 import { checkTag } from '../../registry/names.js';
 import { contentTypeOf, readSmallBody } from '../body.js';
 import { clientGone } from '../client-gone.js';
+import { withStatus } from '../errors.js';
 import type { Handler } from '../context.js';
 import type { Route } from '../routes.js';
 import { deleteEvent, manifestEvent } from '../events.js';
@@ -12,9 +14,6 @@ import { CONTENT_DIGEST_HEADER } from '../wire-names.js';
 import { checkDeletable, checkWritable } from './modes.js';
 
 type ManifestRoute = Extract<Route, { kind: 'manifest' }>;
-
-/** the largest manifest accepted, as in Distribution */
-export const MANIFEST_LIMIT = 4 * 1024 * 1024;
 
 /** a reference with ':' is a digest (400 DIGEST_INVALID when malformed), anything else a tag (400 TAG_INVALID) */
 function parseReference(reference: string): Reference {
@@ -54,7 +53,10 @@ export const putManifest: Handler<ManifestRoute> = async (req, reply, route, ser
     if (req.raw.httpVersionMajor < 2) reply.header('connection', 'close');
     return new RegistryError('MANIFEST_INVALID', `manifest too large: the limit is ${MANIFEST_LIMIT} bytes`, { detail: { check: 'size', limit: MANIFEST_LIMIT } });
   });
-  const manifest = await manifests.put(route.name, reference, contentTypeOf(req), body, clientGone(reply));
+  const manifest = await manifests.put(route.name, reference, contentTypeOf(req), body, clientGone(reply)).catch((err: unknown) => {
+    // a missing blob or child manifest is the request's fault here: 400, not the 404 of a GET (spec 4.4)
+    throw err instanceof MissingReferences ? withStatus(err, 400) : err;
+  });
   reply
     .code(201)
     .header('location', urls.build(req, `/v2/${route.name}/manifests/${manifest.digest}`))

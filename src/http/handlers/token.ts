@@ -4,9 +4,10 @@
  * and as Distribution's clients read errors (`errors`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { InvalidGrant, type TokenIssuer } from '../../auth/issuer.js';
+import { InvalidGrant, TokenRequestError, type TokenIssuer } from '../../auth/issuer.js';
 import { RegistryError } from '../../registry/errors.js';
 import { noteError } from '../access-log.js';
+import { withStatus } from '../errors.js';
 import { readSmallBody } from '../body.js';
 
 const FORM_LIMIT = 64 * 1024;
@@ -15,7 +16,7 @@ export async function serveTokenRequest(req: FastifyRequest, reply: FastifyReply
   let response;
   if (req.method === 'GET') {
     const query = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
-    response = await issuer.fromBasic(query, req.headers.authorization, req.ip);
+    response = await issuer.fromBasic(query, req.headers.authorization, req.ip).catch(badRequest);
   } else if (req.method === 'POST') {
     const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/x-www-form-urlencoded') {
@@ -25,7 +26,7 @@ export async function serveTokenRequest(req: FastifyRequest, reply: FastifyReply
     try {
       response = await issuer.fromForm(new URLSearchParams(body.toString('utf8')), req.ip);
     } catch (err) {
-      if (!(err instanceof InvalidGrant)) throw err;
+      if (!(err instanceof InvalidGrant)) return badRequest(err);
       noteError(req, err);
       const answer = { error: 'invalid_grant', error_description: err.message, errors: err.entries() };
       return reply.code(400).header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(JSON.stringify(answer));
@@ -35,4 +36,9 @@ export async function serveTokenRequest(req: FastifyRequest, reply: FastifyReply
     throw new RegistryError('UNSUPPORTED', `${req.method} is not supported on the token endpoint; allowed: GET, POST`);
   }
   return reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(JSON.stringify(response));
+}
+
+/** a token request the issuer found wrong is answered 400 */
+function badRequest(err: unknown): never {
+  throw err instanceof TokenRequestError ? withStatus(err, 400) : err;
 }

@@ -17,6 +17,9 @@ export { checkLayerURLs, type LayerURLPolicy } from './layer-urls.js';
 export { manifestReferences, referencesOf, type ManifestReferences, type ReferenceDescriptor } from './references.js';
 export { LayerMediaTypes, MediaTypes, manifestFormat, mediaTypeEssence, mediaTypesOf, supportedManifestMediaTypes, type ManifestFormat } from './mediatypes.js';
 
+/** the largest manifest berth accepts or caches, as in Distribution: a push, and a pull-through fill */
+export const MANIFEST_LIMIT = 4 * 1024 * 1024;
+
 function parseBody(body: Buffer): JSONObject {
   let text: string;
   try {
