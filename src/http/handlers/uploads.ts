@@ -4,7 +4,7 @@
  * algorithm the upload is hashed with (`digest-algorithm` on the POST, OCI distribution-spec).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isDigest, parseAlgorithm, parseDigest, type Digest } from '../../registry/digest.js';
+import { isDigest, parseAlgorithm, parseDigest, type Algorithm, type Digest } from '../../registry/digest.js';
 import { RegistryError } from '../../registry/errors.js';
 import { isRepositoryName } from '../../registry/names.js';
 import { UploadRangeError, type ChunkRange, type UploadStatus } from '../../registry/uploads.js';
@@ -14,6 +14,7 @@ import { blobEvent } from '../events.js';
 import { grantOf } from '../grants.js';
 import { parseContentRange } from '../ranges.js';
 import type { Route } from '../routes.js';
+import type { UploadState } from '../upload-state.js';
 import { CONTENT_DIGEST_HEADER, UPLOAD_UUID_HEADER } from '../wire-names.js';
 import { checkWritable } from './modes.js';
 
@@ -51,32 +52,32 @@ export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, se
 
 /** GET: the upload's progress */
 export const getUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
-  const upload = await openUpload(req, route, services);
-  return sendUploadStatus(req, reply, services, upload, 204);
+  const state = await signedState(req, route, services);
+  return sendUploadStatus(req, reply, services, await services.uploads.status(route.name, route.uuid, state.algorithm), 204);
 };
 
 /** PATCH: append a chunk (with Content-Range) or a stream (without) */
 export const patchUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
   checkWritable(services.options, route.name);
-  const upload = await openUpload(req, route, services);
+  const state = await signedState(req, route, services);
   const range = chunkRange(req);
-  if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
+  if (range === 'invalid') return sendUploadStatus(req, reply, services, await services.uploads.status(route.name, route.uuid, state.algorithm), 416);
   const body = uploadBody(req) ?? [];
   try {
-    const updated = await services.uploads.append(route.name, route.uuid, body, range, upload.algorithm);
+    const updated = await services.uploads.append(route.name, route.uuid, body, range, state.algorithm);
     return sendUploadStatus(req, reply, services, updated, 202);
   } catch (err) {
     if (!(err instanceof UploadRangeError)) throw err;
     // bytes beyond the declared range stay unread: close the connection after the answer
     if (!req.raw.complete && req.raw.httpVersionMajor < 2) reply.header('connection', 'close');
-    return sendUploadStatus(req, reply, services, { ...upload, size: err.size }, 416);
+    return sendUploadStatus(req, reply, services, signedUpload(state, err.size), 416);
   }
 };
 
 /** PUT: complete the upload with the last bytes (if any) and the expected digest(s) */
 export const putUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
   checkWritable(services.options, route.name);
-  const upload = await openUpload(req, route, services);
+  const state = await signedState(req, route, services);
   const digests = queryValues(req, 'digest');
   if (digests.length === 0) {
     throw new RegistryError('DIGEST_INVALID', 'the digest query parameter is required to complete an upload (PUT <upload URL>?digest=sha256:...); the upload stays open', {
@@ -85,13 +86,13 @@ export const putUpload: Handler<UploadRoute> = async (req, reply, route, service
   }
   digests.forEach(parseDigest);
   const range = chunkRange(req);
-  if (range === 'invalid') return sendUploadStatus(req, reply, services, upload, 416);
+  if (range === 'invalid') return sendUploadStatus(req, reply, services, await services.uploads.status(route.name, route.uuid, state.algorithm), 416);
   try {
-    const blob = await services.uploads.complete(route.name, route.uuid, digests, uploadBody(req), range, upload.algorithm);
+    const blob = await services.uploads.complete(route.name, route.uuid, digests, uploadBody(req), range, state.algorithm);
     blobEvent(req, services, 'push', { name: route.name, digest: blob.digest, size: blob.size });
     return sendBlobCreated(req, reply, services, route.name, blob.digest);
   } catch (err) {
-    if (err instanceof UploadRangeError) return sendUploadStatus(req, reply, services, { ...upload, size: err.size }, 416);
+    if (err instanceof UploadRangeError) return sendUploadStatus(req, reply, services, signedUpload(state, err.size), 416);
     throw err;
   }
 };
@@ -99,25 +100,29 @@ export const putUpload: Handler<UploadRoute> = async (req, reply, route, service
 /** DELETE: cancel the upload */
 export const deleteUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
   checkWritable(services.options, route.name);
-  await openUpload(req, route, services);
+  await signedState(req, route, services);
   await services.uploads.cancel(route.name, route.uuid);
   // the id of what was cancelled, as on every other upload response (and as the reference does)
   return reply.code(204).header(UPLOAD_UUID_HEADER, route.uuid).header('content-length', 0).send();
 };
 
 /**
- * The upload addressed by the URL: it must exist and not have expired (404 BLOB_UPLOAD_UNKNOWN),
- * and carry a state token we signed for this repository and upload.
+ * The signed state of the upload URL. The store is not read when it is valid: the core call that
+ * follows opens the upload once (404 when it is unknown or expired). When it is not, an upload
+ * that does not exist is still 404 BLOB_UPLOAD_UNKNOWN rather than 400.
  */
-async function openUpload(req: FastifyRequest, route: UploadRoute, services: Services): Promise<UploadStatus> {
+async function signedState(req: FastifyRequest, route: UploadRoute, services: Services): Promise<UploadState & { algorithm: Algorithm }> {
   const state = services.uploadState.unpack(queryValue(req, '_state'));
-  const upload = await services.uploads.status(route.name, route.uuid, state?.algorithm);
-  if (!state || state.name !== route.name || state.uuid !== route.uuid) {
-    throw new RegistryError('BLOB_UPLOAD_INVALID', 'the upload URL is missing its _state parameter, was altered, or was signed with another http.secret (a registry restarted or an instance without the shared http.secret): use the Location header of the last response, or start the upload again', {
-      detail: { uuid: route.uuid },
-    });
-  }
-  return upload;
+  if (state && state.name === route.name && state.uuid === route.uuid) return { ...state, algorithm: state.algorithm ?? 'sha256' };
+  await services.uploads.status(route.name, route.uuid);
+  throw new RegistryError('BLOB_UPLOAD_INVALID', 'the upload URL is missing its _state parameter, was altered, or was signed with another http.secret (a registry restarted or an instance without the shared http.secret): use the Location header of the last response, or start the upload again', {
+    detail: { uuid: route.uuid },
+  });
+}
+
+/** the upload as its signed state describes it, holding `size` bytes (for the Location of a 416) */
+function signedUpload(state: UploadState & { algorithm: Algorithm }, size: number): UploadStatus {
+  return { name: state.name, uuid: state.uuid, size, startedAt: new Date(state.startedAt), algorithm: state.algorithm };
 }
 
 /**
