@@ -37,6 +37,14 @@ export async function readActivity(driver: StorageDriver, name: string, digest: 
   return { pushed, pulled: Number.isNaN(pulledAt) ? undefined : pulledAt };
 }
 
+/**
+ * when `tag` was last pushed: the modification time of its `current` link, which every push by
+ * tag writes (content written by Distribution has it too); undefined when it cannot be read
+ */
+export async function readTagPushed(driver: StorageDriver, name: string, tag: string): Promise<number | undefined> {
+  return (await driver.stat(layout.tagCurrentLink(name, tag)).catch(() => undefined))?.modTime.getTime();
+}
+
 /** the later of the two times: when the revision was last used */
 export function lastUsed(activity: Activity): number | undefined {
   const times = [activity.pushed, activity.pulled].filter((t): t is number => t !== undefined);

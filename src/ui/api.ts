@@ -12,13 +12,12 @@ import { authorizeRequest } from '../http/authorize.js';
 import { clientGone } from '../http/client-gone.js';
 import { queryValue } from '../http/body.js';
 import { parsePagination } from '../http/pagination.js';
+import { readActivity, readTagPushed } from '../registry/activity.js';
 import { isDigest, parseDigest } from '../registry/digest.js';
-import * as layout from '../registry/layout.js';
 import { RegistryError } from '../registry/errors.js';
 import type { Reference } from '../registry/manifest-store.js';
 import { checkRepositoryName, checkTag } from '../registry/names.js';
 import { mapLimited } from '../registry/pool.js';
-import { readRevisionMeta } from '../registry/revision-meta.js';
 import { visiblePage, type VisiblePage } from '../registry/visible-catalog.js';
 import type { StorageDriver } from '../storage/driver.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
@@ -190,16 +189,14 @@ async function tagsNaming(services: Services, name: string, digest: string): Pro
   return { tags: scanned.filter((_, i) => resolved[i] === digest), scanned: scanned.length, total: all.length };
 }
 
-/**
- * when `tag` was last pushed: the modification time of its `current` link, which every push by
- * tag writes (content written by Distribution has it too); undefined when it cannot be read
- */
+/** when `tag` was last pushed (registry/activity.ts) */
 async function tagPushed(state: RegistryState, name: string, tag: string): Promise<number | undefined> {
-  if (!state.driver) return undefined;
-  return (await state.driver.stat(layout.tagCurrentLink(name, tag)).catch(() => undefined))?.modTime.getTime();
+  return state.driver && readTagPushed(state.driver, name, tag);
 }
 
+/** when the revision was last pushed, as expiry and retention see it (registry/activity.ts) */
 async function pushedAt(state: RegistryState, name: string, digest: string): Promise<string | undefined> {
   if (!state.driver || !isDigest(digest)) return undefined;
-  return (await readRevisionMeta(state.driver, name, digest).catch(() => undefined))?.pushed;
+  const { pushed } = await readActivity(state.driver, name, digest).catch(() => ({ pushed: undefined }));
+  return pushed === undefined ? undefined : new Date(pushed).toISOString();
 }
