@@ -1,6 +1,6 @@
 /**
  * Online garbage collection (storage.maintenance.gc): every instance records blob uses for the
- * collector's protocol; on each interval the instance holding the lease collects. Its last
+ * collector's protocol; once per interval the instance that claims the pass collects. Its last
  * figures go to /debug/vars and Prometheus.
  */
 import type { Feature, FeatureParts } from './feature.js';
@@ -22,7 +22,7 @@ export const gcFeature: Feature<GcConfig> = {
       blobGuard: (driver) => new TouchingGuard(driver, settings.delay / 4),
       attach({ driver }) {
         scheduler.every(
-          collectionTask(driver, settings, logger, (summary) => {
+          collectionTask(driver, settings, scheduler.clock, logger, (summary) => {
             Object.assign(last, {
               runs: last.runs + 1,
               lastDurationSeconds: summary.durationMs / 1000,

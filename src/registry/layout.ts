@@ -18,8 +18,6 @@ export const UPLOAD_SECRET = `${BERTH_STATE}/upload-secret`;
 
 /** online garbage collection's state (src/registry/gc/online.ts) */
 export const GC_STATE = `${BERTH_STATE}/gc`;
-/** who collects now (gc/lease.ts) */
-export const GC_LEASE = `${GC_STATE}/lease`;
 /** written when a collection starts its mark: its modification time is the collection's start on the store's clock */
 export const GC_MARK_STARTED = `${GC_STATE}/mark-started`;
 /**
@@ -172,7 +170,7 @@ export function manifestRevisionPulled(name: string, digest: Digest): string {
   return `${manifestRevisionDir(name, digest)}/berth.pulled`;
 }
 
-/** berth's state of a maintenance task shared by every instance on the storage (shared-schedule.ts) */
+/** berth's state of a maintenance pass shared by every instance on the storage, and which instance runs it (shared-schedule.ts) */
 export function scheduleState(task: string): string {
   return `${BERTH_STATE}/schedule/${task}.json`;
 }

@@ -1,7 +1,7 @@
 /**
  * Online garbage collection (storage.maintenance.gc): what it collects and when, the protocol
  * that keeps every blob a client relies on (a use recorded meanwhile brings a blob back from the
- * trash), the lease, and a race of collections against pushes, mounts and deletes, on the
+ * trash), one collector at a time (the shared schedule), and a race of collections against pushes, mounts and deletes, on the
  * filesystem and on S3 (Ceph).
  */
 import assert from 'node:assert/strict';
@@ -10,8 +10,9 @@ import { after, describe, it } from 'node:test';
 import { pino } from 'pino';
 import * as layout from '../../src/registry/layout.js';
 import { collectOnline } from '../../src/registry/gc/online.js';
-import { Lease } from '../../src/registry/gc/lease.js';
 import { collectionTask } from '../../src/registry/gc/task.js';
+import { HOLD_MS } from '../../src/registry/shared-schedule.js';
+import { systemClock } from '../../src/scheduler/clock.js';
 import { TouchingGuard } from '../../src/registry/gc/touch.js';
 import type { Digest } from '../../src/registry/digest.js';
 import { ForwardingDriver } from '../../src/storage/forwarding.js';
@@ -160,20 +161,29 @@ for (const driver of ['filesystem', 's3'] as const) {
         const logger = pino({ level: 'silent' });
         const settings = { interval: 60_000, delay: DELAY_MS, dryrun: true, deleteuntagged: false };
         const runs: string[] = [];
-        const leases = [0, 1].map(() => new Lease(app.driver, { ttlMs: 60_000, settleMs: 300 }));
-        const tasks = leases.map((lease, i) => collectionTask(app.driver, settings, logger, () => runs.push(`instance ${i}`), lease));
-        await Promise.all(tasks.map((task) => task.run(new AbortController().signal)));
+        let now = Date.now();
+        // the claim's settle wait on the real clock; "now" moved by the test
+        const clock = { now: () => now, after: systemClock.after };
+        const signal = new AbortController().signal;
+        const tasks = [0, 1].map((i) => collectionTask(app.driver, settings, clock, logger, () => runs.push(`instance ${i}`), 300));
+        await Promise.all(tasks.map((task) => task.run(signal)));
         assert.equal(runs.length, 1, runs.join());
-        // released: the next tick of either collects
-        await tasks[1].run(new AbortController().signal);
+        // within the interval neither collects again; an interval later, the next tick of either does
+        await tasks[1].run(signal);
+        assert.equal(runs.length, 1);
+        now += settings.interval;
+        await tasks[1].run(signal);
         assert.equal(runs.length, 2);
-        // a holder that died: its lease expires and is taken over
-        const dead = new Lease(app.driver, { ttlMs: 200, settleMs: 50 });
-        assert.equal(await dead.acquire(), true);
-        assert.equal(await leases[0].acquire(), false, 'held and not expired');
-        await sleep(300);
-        assert.equal(await leases[0].acquire(), true, 'expired: taken over');
-        await leases[0].release();
+        // a holder that died mid-pass: its hold keeps the others off until it expires, then the pass is taken over
+        now += settings.interval;
+        const state = layout.scheduleState('gc');
+        await app.driver.putContent(state, Buffer.from(JSON.stringify({ started: now - settings.interval, instance: 'dead', heldUntil: now + HOLD_MS / 2 })));
+        await tasks[0].run(signal);
+        assert.equal(runs.length, 2, 'held and not expired');
+        now += HOLD_MS;
+        await tasks[0].run(signal);
+        assert.equal(runs.length, 3, 'expired: taken over');
+        assert.equal((JSON.parse((await app.driver.getContent(state)).toString()) as { heldUntil?: number }).heldUntil, undefined, 'released when done');
       });
     });
 

@@ -1,11 +1,12 @@
 /**
- * The scheduled online collection: on each tick, the instance that takes the lease collects
- * (online.ts) while renewing it; the others skip the tick.
+ * The scheduled online collection: one pass per interval among the instances sharing a store,
+ * by the instance that claims it (../shared-schedule.ts); the others skip it.
  */
 import type { Logger } from 'pino';
+import type { Clock } from '../../scheduler/clock.js';
 import type { PeriodicTask } from '../../scheduler/scheduler.js';
 import type { StorageDriver } from '../../storage/driver.js';
-import { Lease } from './lease.js';
+import { sharedPass } from '../shared-schedule.js';
 import { collectOnline, type OnlineSummary } from './online.js';
 
 export interface CollectionSettings {
@@ -15,40 +16,26 @@ export interface CollectionSettings {
   deleteuntagged: boolean;
 }
 
-/** how long a lease lasts without renewal, and how long a taker waits before reading it back */
-export const LEASE_TTL_MS = 5 * 60_000;
-export const LEASE_SETTLE_MS = 2_000;
+/** how long a claimant waits before reading its claim back: of instances ticking together, one collects */
+export const CLAIM_SETTLE_MS = 2_000;
 
 export function collectionTask(
   driver: StorageDriver,
   settings: CollectionSettings,
-  logger: Pick<Logger, 'info' | 'warn'>,
+  clock: Clock,
+  logger: Pick<Logger, 'info' | 'warn' | 'debug'>,
   done: (summary: OnlineSummary) => void,
-  lease = new Lease(driver, { ttlMs: LEASE_TTL_MS, settleMs: LEASE_SETTLE_MS }),
+  settleMs = CLAIM_SETTLE_MS,
 ): PeriodicTask {
-  return {
+  return sharedPass(driver, clock, logger, {
     name: 'garbage collection',
+    stateName: 'gc',
     interval: settings.interval,
+    settleMs,
     async run() {
-      if (!(await lease.acquire())) {
-        logger.info('garbage collection: another instance holds the lease; skipping this round');
-        return;
-      }
-      const renewal = setInterval(() => {
-        lease.renew().then(
-          (held) => held || logger.warn('garbage collection: the lease was taken over while collecting'),
-          (err) => logger.warn({ err }, 'garbage collection: could not renew the lease'),
-        );
-      }, LEASE_TTL_MS / 3);
-      renewal.unref();
-      try {
-        const summary = await collectOnline(driver, { delayMs: settings.delay, dryRun: settings.dryrun, deleteUntagged: settings.deleteuntagged });
-        done(summary);
-        logger.info({ ...summary, dryRun: settings.dryrun }, `garbage collection${settings.dryrun ? ' (dry run)' : ''}: ${settings.deleteuntagged ? `${summary.manifestsDeleted} untagged manifests deleted (${summary.manifestsRestored} restored), ` : ''}${summary.blobsTrashed} blobs (${summary.bytesTrashed} bytes) to the trash, ${summary.blobsPurged} (${summary.bytesFreed} bytes) deleted from it, ${summary.blobsRestored} restored, ${summary.blobsSpared} spared, in ${(summary.durationMs / 1000).toFixed(2)}s`);
-      } finally {
-        clearInterval(renewal);
-        await lease.release();
-      }
+      const summary = await collectOnline(driver, { delayMs: settings.delay, dryRun: settings.dryrun, deleteUntagged: settings.deleteuntagged });
+      done(summary);
+      logger.info({ ...summary, dryRun: settings.dryrun }, `garbage collection${settings.dryrun ? ' (dry run)' : ''}: ${settings.deleteuntagged ? `${summary.manifestsDeleted} untagged manifests deleted (${summary.manifestsRestored} restored), ` : ''}${summary.blobsTrashed} blobs (${summary.bytesTrashed} bytes) to the trash, ${summary.blobsPurged} (${summary.bytesFreed} bytes) deleted from it, ${summary.blobsRestored} restored, ${summary.blobsSpared} spared, in ${(summary.durationMs / 1000).toFixed(2)}s`);
     },
-  };
+  });
 }
