@@ -38,7 +38,6 @@ import { StoredContent, type ContentSource } from './registry/content.js';
 import { TagStore } from './registry/tags.js';
 import { ManifestStore } from './registry/manifest-store.js';
 import type { LayerURLPolicy } from './registry/manifests/index.js';
-import { uploadPurgeTask } from './registry/purge.js';
 import { UploadSessions } from './registry/uploads.js';
 import type { Clock } from './scheduler/clock.js';
 import { Scheduler } from './scheduler/scheduler.js';
@@ -149,7 +148,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     logger,
     tls,
   );
-  if (purging.enabled && !config.storage.maintenance.readonly.enabled) scheduler.every(uploadPurgeTask(driver, purging, logger, scheduler.clock));
 
   const app: App = {
     config,

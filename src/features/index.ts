@@ -15,5 +15,6 @@ import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
 import { retentionFeature } from './retention.js';
 import { uiFeature } from './ui.js';
+import { uploadPurgeFeature } from './upload-purge.js';
 
-export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, gcFeature, healthFeature, debugFeature, uiFeature] as const;
+export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, gcFeature, uploadPurgeFeature, healthFeature, debugFeature, uiFeature] as const;
