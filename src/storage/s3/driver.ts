@@ -28,7 +28,8 @@ import {
   type RedirectRequest,
   readEnd,
 } from '../driver.js';
-import { Bucket, buildS3Client, httpStatus, NAME, type S3DriverOptions } from './client.js';
+import { Bucket } from './bucket.js';
+import { buildS3Client, httpStatus, NAME, type S3DriverOptions } from './client.js';
 import { LIST_PAGE, MAX_PARTS, Multipart } from './multipart.js';
 import { isPathName, pendingPathName, PendingStore } from './pending.js';
 import { SignedHttp } from './signed-http.js';

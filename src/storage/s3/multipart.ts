@@ -14,7 +14,8 @@ import {
   type CompletedPart,
 } from '@aws-sdk/client-s3';
 import { StorageError } from '../driver.js';
-import { isNotFound, NAME, toStorageError, type Bucket } from './client.js';
+import type { Bucket } from './bucket.js';
+import { isNotFound, NAME, toStorageError } from './client.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;

@@ -11,7 +11,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { StorageError, WriteConflictError } from '../driver.js';
-import { failure, httpStatus, NAME, toStorageError, type Bucket, type SignedResponse } from './client.js';
+import { failure, type Bucket, type SignedResponse } from './bucket.js';
+import { httpStatus, NAME, toStorageError } from './client.js';
 
 export interface Pending {
   /** the multipart upload holding the parts; undefined while the file fits in the tail */

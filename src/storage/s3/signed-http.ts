@@ -21,7 +21,8 @@ import { Agent, request } from 'undici';
 import { shortLivedBytes } from '../short-lived-bytes.js';
 import { StorageUnavailableError } from '../driver.js';
 import { BodyReads, type StoreAnswer } from './body-reads.js';
-import { NAME, toStorageError, type SignedReads, type SignedResponse } from './client.js';
+import type { SignedReads, SignedResponse } from './bucket.js';
+import { NAME, toStorageError } from './client.js';
 
 export interface SignedHttpOptions {
   bucket: string;

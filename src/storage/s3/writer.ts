@@ -9,7 +9,8 @@
  */
 import type { CompletedPart } from '@aws-sdk/client-s3';
 import { chunksOf, UnsupportedMethodError, WriteRefusedError, type FileWriter } from '../driver.js';
-import { NAME, type Bucket } from './client.js';
+import type { Bucket } from './bucket.js';
+import { NAME } from './client.js';
 import { MAX_PART_SIZE, MIN_PART_SIZE, type Multipart } from './multipart.js';
 import type { Pending, PendingStore } from './pending.js';
 
