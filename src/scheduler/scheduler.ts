@@ -1,6 +1,6 @@
 /**
- * The one home for background work: periodic tasks (upload purging, the CDN IP-range refresh, and
- * next garbage collection, proxy TTL and retention) are registered here,
+ * The one home for background work: periodic tasks (upload purging, the CDN IP-range refresh,
+ * garbage collection, proxy TTL expiry and retention) are registered here,
  * run on an injectable clock, never overlap themselves, log their failures under their name, and
  * all stop in one place at shutdown.
  */
