@@ -198,7 +198,7 @@ const storage = z
         slow: duration.prefault('5s'),
       })
       .prefault({}),
-    /** the metadata cache (src/registry/directory-cache.ts): always on; these keys bound and share it */
+    /** the metadata cache (src/registry/cache/directory-cache.ts): always on; these keys bound and share it */
     cache: z
       .strictObject({
         blobdescriptor: z.enum(['inmemory', 'redis'], { message: 'expected inmemory or redis' }).optional(),

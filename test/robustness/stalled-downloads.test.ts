@@ -20,7 +20,7 @@ const STALLED = 300;
  * what 300 stalled responses may add to the server's RSS: their own read buffers (2 x 16 KiB
  * each, 9.4 MiB), the shared large buffers they can pin (16 MiB), the objects of 300 connections
  * (about 4 MiB) and the young generation V8 grows under load (2 x 4 MiB once serving: see
- * src/startup-heap.ts; 2 x 16 MiB before). Measured: +28 to +46 MiB; before the fix +590.
+ * src/runtime/startup-heap.ts; 2 x 16 MiB before). Measured: +28 to +46 MiB; before the fix +590.
  */
 const GROWTH_LIMIT = 64 * MiB;
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);

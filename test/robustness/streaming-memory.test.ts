@@ -11,7 +11,7 @@ import { MiB, PatternBlob, startBerthProcess, streamDownload, streamRequest, typ
 
 /**
  * 100 MiB was the promise of the first issue; 24 since request-body buffers are collected every
- * few MiB (src/gc-pacing.ts): before, a 1 GiB upload added 36 MiB, after 5-11 (V8 freed the
+ * few MiB (src/runtime/gc-pacing.ts): before, a 1 GiB upload added 36 MiB, after 5-11 (V8 freed the
  * body's Buffers only once 64 MiB of them had piled up)
  */
 const LIMIT = 24 * MiB;

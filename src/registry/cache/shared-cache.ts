@@ -1,6 +1,6 @@
 /**
  * A second level behind the metadata cache, shared by every instance and process on one storage
- * (`storage.cache.blobdescriptor: redis`; the Redis side is src/registry/redis-cache.ts, loaded
+ * (`storage.cache.blobdescriptor: redis`; the Redis side is src/registry/cache/redis-cache.ts, loaded
  * only then). It holds the same entries as the local caches: what was read from a directory, with
  * the directory's token (served only when the storage hands out that token again), and manifest
  * content by digest (immutable). So it saves a process the reads another already did, and is never
