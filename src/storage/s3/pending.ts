@@ -6,7 +6,7 @@
  * file's start, the first part number no writer has claimed, and the file's size. Every write is
  * conditional on the ETag the writer last saw (the nonce gives each write its own), which is how
  * concurrent writers on two instances find out about each other (writer.ts). '~' is not allowed in driver paths, so no file has that key; listings show
- * the unfinished file in its place (see s3.ts).
+ * the unfinished file in its place (see driver.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
