@@ -30,6 +30,8 @@ import type { Upstream } from './upstream.js';
 /** the largest manifest taken from the upstream, as for a push */
 const MANIFEST_LIMIT = 4 * 1024 * 1024;
 const TAGS_PAGE = 1000;
+/** the largest page of tags read (1000 tags of 128 characters are 130 KiB; some upstreams send every tag at once) */
+const TAGS_PAGE_LIMIT = 4 * 1024 * 1024;
 /** an upstream that pages its tag list forever is not followed past this many pages */
 const MAX_TAG_PAGES = 1000;
 
@@ -164,7 +166,7 @@ export class PullThroughCache implements ContentSource {
       await res.body?.cancel();
       throw manifestUnknown(name, what, 'tag' in reference ? { tag: reference.tag } : { digest: reference.digest });
     }
-    const body = await this.upstream.read(readLimited(res, MANIFEST_LIMIT));
+    const body = await this.upstream.readBounded(res, MANIFEST_LIMIT, 'manifest');
     const contentType = res.headers.get('content-type') ?? undefined;
     const algorithm = isDigest(ref) ? digestAlgorithm(ref) : 'sha256';
     const parsed = await parseManifest(contentType, body, { algorithm }).catch((err: unknown) => {
@@ -218,8 +220,8 @@ export class PullThroughCache implements ContentSource {
         await res.body?.cancel();
         throw new RegistryError('NAME_UNKNOWN', `repository name not known to the upstream registry ${this.upstream.host}: ${name}`, { detail: { name } });
       }
-      const body = (await this.upstream.read(res.json())) as { tags?: unknown };
-      if (Array.isArray(body.tags)) for (const tag of body.tags) if (typeof tag === 'string') tags.add(tag);
+      const body = (await this.upstream.readJson(res, TAGS_PAGE_LIMIT, 'tag list')) as { tags?: unknown } | null;
+      if (Array.isArray(body?.tags)) for (const tag of body.tags) if (typeof tag === 'string') tags.add(tag);
       path = nextPage(res.headers.get('link'));
     }
     return [...tags].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
@@ -237,17 +239,6 @@ function nextPage(link: string | null): string | undefined {
   const url = new URL(target, 'http://upstream.invalid');
   const at = url.pathname.indexOf('/v2/');
   return at < 0 ? undefined : url.pathname.slice(at + 4) + url.search;
-}
-
-async function readLimited(res: Response, limit: number): Promise<Buffer> {
-  const declared = Number(res.headers.get('content-length') ?? 0);
-  if (declared > limit) {
-    await res.body?.cancel();
-    throw new RegistryError('UNAVAILABLE', `the upstream's manifest is over the ${limit}-byte limit`, { status: 502 });
-  }
-  const body = Buffer.from(await res.arrayBuffer());
-  if (body.length > limit) throw new RegistryError('UNAVAILABLE', `the upstream's manifest is over the ${limit}-byte limit`, { status: 502 });
-  return body;
 }
 
 /** `length` bytes of `body` after the first `skip` */

@@ -11,6 +11,7 @@
  */
 import type { Logger } from 'pino';
 import { parseChallenge, type Challenge } from './challenge.js';
+import { RegistryError } from '../registry/errors.js';
 import { describe, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
 
 export interface UpstreamOptions {
@@ -47,6 +48,8 @@ interface CachedToken {
 const TOKEN_MARGIN_MS = 10_000;
 /** the spec's default lifetime when the token response gives none */
 const DEFAULT_TOKEN_SECONDS = 60;
+/** the largest token response read (a token is a few KiB) */
+const TOKEN_LIMIT = 1024 * 1024;
 
 export class Upstream {
   readonly host: string;
@@ -158,10 +161,10 @@ export class Upstream {
       if (res.status >= 500) throw new UpstreamUnavailableError(this.host, `its token service answered ${res.status}`);
       throw this.refused(res.status, res.headers.get('retry-after') ?? undefined);
     }
-    const body = (await this.read(res.json())) as { token?: unknown; access_token?: unknown; expires_in?: unknown };
-    const token = typeof body.token === 'string' ? body.token : body.access_token;
+    const body = (await this.readJson(res, TOKEN_LIMIT, 'token response')) as { token?: unknown; access_token?: unknown; expires_in?: unknown } | null;
+    const token = typeof body?.token === 'string' ? body.token : body?.access_token;
     if (typeof token !== 'string' || token === '') throw new UpstreamUnavailableError(this.host, 'its token service answered without a token');
-    const seconds = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : DEFAULT_TOKEN_SECONDS;
+    const seconds = typeof body?.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : DEFAULT_TOKEN_SECONDS;
     return { token, until: Date.now() + Math.max(seconds * 1000 - TOKEN_MARGIN_MS, seconds * 500) };
   }
 
@@ -184,12 +187,42 @@ export class Upstream {
     }
   }
 
-  /** the body of a response, read within the request's signal: a failure is the upstream's */
-  async read<T>(body: Promise<T>): Promise<T> {
+  /**
+   * The whole body of a response, at most `limit` bytes: a body declared or found longer is
+   * cancelled where it passes the limit (an endless body costs `limit`, not all it sends). The
+   * request's signal bounds the time; a body that breaks off is the upstream's failure.
+   */
+  async readBounded(res: Response, limit: number, what: string): Promise<Buffer> {
+    const tooLong = () => new RegistryError('UNAVAILABLE', `the upstream's ${what} is over the ${limit}-byte limit`, { status: 502 });
+    if (Number(res.headers.get('content-length') ?? 0) > limit) {
+      await res.body?.cancel();
+      throw tooLong();
+    }
+    if (!res.body) return Buffer.alloc(0);
+    const reader = res.body.getReader();
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const { done, value } = await reader.read().catch((err: unknown) => {
+        throw this.unavailable(`its answer broke off: ${describe(err)}`);
+      });
+      if (done) return Buffer.concat(chunks, total);
+      total += value.byteLength;
+      if (total > limit) {
+        await reader.cancel().catch(() => undefined);
+        throw tooLong();
+      }
+      chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+    }
+  }
+
+  /** a JSON body of at most `limit` bytes (readBounded); one that does not parse is the upstream's failure, its text not repeated */
+  async readJson(res: Response, limit: number, what: string): Promise<unknown> {
+    const body = await this.readBounded(res, limit, what);
     try {
-      return await body;
-    } catch (err) {
-      throw this.unavailable(`its answer broke off: ${describe(err)}`);
+      return JSON.parse(body.toString('utf8')) as unknown;
+    } catch {
+      throw this.unavailable(`its ${what} is not JSON`);
     }
   }
 
