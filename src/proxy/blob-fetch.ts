@@ -7,8 +7,11 @@
  * Reading along: clients that join before the first byte is handed on read the upstream's bytes as
  * they arrive, at the pace of the slowest of them (a writable buffer each, waited on); clients that
  * join later wait for the commit and read from storage. The last chunk is handed on only after the
- * digest checked out, so a client never receives a complete body with the wrong bytes. A client
- * that disconnects leaves the others and the fetch alone: the blob is still cached.
+ * digest checked out, so a client never receives a complete body with the wrong bytes.
+ *
+ * The body is read up to the size the upstream declared and no further: the GET's Content-Length,
+ * which must agree with the size its HEAD told the clients (remembered here), or that size when
+ * the GET declares none. A client is thus never told one size while the fetch reads another.
  */
 import { PassThrough, Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -27,6 +30,8 @@ import type { Upstream } from './upstream.js';
  * Gathered into batches of this size, those calls are few, for one copy of the bytes.
  */
 const BATCH = 1024 * 1024;
+/** the sizes upstream HEADs told clients, remembered for this many digests (the oldest forgotten first) */
+const TOLD_SIZES = 10_000;
 
 export interface BlobFetchOptions {
   /** the upstream's response headers must arrive within this */
@@ -37,6 +42,8 @@ export interface BlobFetchOptions {
 
 export class BlobFetches {
   private readonly inflight = new Map<Digest, BlobFetch>();
+  /** the size the upstream's HEAD declared for a digest, which the clients were told (Content-Length) */
+  private readonly told = new Map<Digest, number>();
 
   constructor(
     private readonly upstream: Upstream,
@@ -46,6 +53,13 @@ export class BlobFetches {
     private readonly options: BlobFetchOptions,
     private readonly stats: ProxyStats,
   ) {}
+
+  /** the size the upstream's HEAD declared for `digest` (a client was told it): the fetch must read that many bytes */
+  declared(digest: Digest, size: number): void {
+    this.told.delete(digest);
+    this.told.set(digest, size);
+    if (this.told.size > TOLD_SIZES) this.told.delete(this.told.keys().next().value!);
+  }
 
   /** the fetch of `digest` under way, once its size is known */
   async underway(digest: Digest): Promise<BlobFetch | undefined> {
@@ -59,7 +73,7 @@ export class BlobFetches {
   async open(name: string, digest: Digest): Promise<Readable> {
     let fetch = this.inflight.get(digest);
     if (!fetch) {
-      fetch = new BlobFetch(name, digest, this.upstream, this.uploads, this.blobs, this.logger, this.options);
+      fetch = new BlobFetch(name, digest, this.told.get(digest), this.upstream, this.uploads, this.blobs, this.logger, this.options);
       this.inflight.set(digest, fetch);
       const started = fetch;
       const forget = () => {
@@ -71,10 +85,16 @@ export class BlobFetches {
       }, forget);
     }
     await fetch.started.catch(rethrowUpstream(`blob ${digest}`));
+    const told = this.told.get(digest);
+    if (told !== undefined && told !== fetch.size) throw this.contradicts(digest, told, fetch.size);
     const live = fetch.join(name);
     if (live) return live;
     await fetch.done;
     return this.blobs.open(digest);
+  }
+
+  private contradicts(digest: Digest, told: number, size: number): RegistryError {
+    return new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} declared ${told} bytes for ${digest} and then sent ${size}; nothing was served`, { status: 502 });
   }
 }
 
@@ -95,6 +115,8 @@ class BlobFetch {
   constructor(
     private readonly name: string,
     private readonly digest: Digest,
+    /** the size the upstream's HEAD declared, if one did */
+    private readonly told: number | undefined,
     private readonly upstream: Upstream,
     private readonly uploads: UploadSessions,
     private readonly blobs: BlobStore,
@@ -129,7 +151,14 @@ class BlobFetch {
       await res.body?.cancel();
       throw blobUnknown(this.digest);
     }
-    this.size = Number(res.headers.get('content-length') ?? 0);
+    const header = res.headers.get('content-length');
+    const declared = header === null ? this.told : Number(header);
+    if (declared === undefined || !Number.isSafeInteger(declared) || declared < 0 || (this.told !== undefined && declared !== this.told)) {
+      await res.body?.cancel();
+      const said = declared === undefined ? 'no size' : `${header} bytes (its HEAD said ${this.told})`;
+      throw new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} gave ${said} for ${this.digest}; nothing was served`, { status: 502 });
+    }
+    this.size = declared;
     return res;
   }
 
@@ -163,6 +192,7 @@ class BlobFetch {
     const idle = setTimeout(() => this.abort.abort(), this.options.idleTimeoutMs);
     let pending: Buffer[] = [];
     let pendingBytes = 0;
+    let left = this.size;
     const batch = async (): Promise<Buffer> => {
       const out = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
       pending = [];
@@ -174,10 +204,14 @@ class BlobFetch {
     try {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         idle.refresh();
-        pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        pendingBytes += chunk.byteLength;
+        const piece = Math.min(chunk.byteLength, left);
+        pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, piece));
+        pendingBytes += piece;
+        left -= piece;
+        if (left === 0) break; // the declared size: whatever else the upstream sends is not read
         if (pendingBytes >= BATCH) yield await batch();
       }
+      if (left > 0) throw new Error(`its body ended after ${this.size - left} of the ${this.size} bytes it declared`);
       if (pendingBytes > 0) yield await batch();
     } finally {
       clearTimeout(idle);

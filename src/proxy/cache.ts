@@ -97,6 +97,7 @@ export class PullThroughCache implements ContentSource {
     if (res.status === 404) throw blobUnknown(digest);
     const size = Number(res.headers.get('content-length'));
     if (!Number.isSafeInteger(size) || size < 0) throw new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} gave no size for ${digest}`, { status: 502 });
+    this.fetches.declared(digest, size);
     if ((await this.blobs.storedSize(digest)) === size) {
       await this.blobs.link(name, digest); // stored for another repository; the upstream has it here too
       return { digest, size, stored: true };
