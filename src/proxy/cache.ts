@@ -8,8 +8,9 @@
  *   upstream does not answer in time, fails or refuses, the cached copy is served; its 404 is a 404.
  *   Concurrent pulls of one uncached manifest share one fetch.
  * - Manifest by digest, blob: storage first (content-addressed, never stale), else the upstream.
- * - Blob stat (HEAD, and before a GET): storage, the fetch under way, or the upstream's HEAD; a blob
- *   stored for another repository is linked once the upstream confirmed this one has it.
+ * - Blob stat (HEAD, and before a GET): storage, the fetch under way, or the upstream's HEAD. A
+ *   blob is linked into a repository only once bytes from the upstream hashed to its digest, even
+ *   when storage holds it for another repository.
  * - Range of a blob not cached: served from the upstream's own range answer, not cached.
  * - Tags: the upstream's list (every page) when it answers, else the cached tags.
  */
@@ -98,10 +99,8 @@ export class PullThroughCache implements ContentSource {
     const size = Number(res.headers.get('content-length'));
     if (!Number.isSafeInteger(size) || size < 0) throw new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} gave no size for ${digest}`, { status: 502 });
     this.fetches.declared(digest, size);
-    if ((await this.blobs.storedSize(digest)) === size) {
-      await this.blobs.link(name, digest); // stored for another repository; the upstream has it here too
-      return { digest, size, stored: true };
-    }
+    // not linked on the upstream's word, even when storage holds the digest (another repository's,
+    // maybe a private one): only bytes from this upstream that hashed to it link it (blob-fetch.ts)
     return { digest, size, stored: false };
   }
 
