@@ -146,6 +146,7 @@ class BlobFetch {
       path: `${this.name}/blobs/${this.digest}`,
       timeoutMs: this.options.fetchTimeoutMs,
       signal: this.abort.signal,
+      followRedirects: true,
     });
     if (res.status === 404) {
       await res.body?.cancel();

@@ -199,6 +199,7 @@ export class PullThroughCache implements ContentSource {
       path: `${name}/blobs/${digest}`,
       headers: { range: `bytes=${range.offset}-${range.offset + range.length - 1}` },
       timeoutMs: this.timeouts.fetchTimeoutMs,
+      followRedirects: true,
     });
     if (res.status === 404 || !res.body) {
       await res.body?.cancel();

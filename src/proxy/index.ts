@@ -20,6 +20,9 @@ export interface ProxyOptions {
   password?: string;
   /** the repository's name upstream (a mirror under a prefix) */
   remoteName?: (local: string) => string;
+  /** token realm hosts and blob redirect hosts allowed besides the upstream's own (hosts.ts) */
+  realmhosts?: readonly string[];
+  redirecthosts?: readonly string[];
 }
 
 export interface MirrorOptions extends ProxyOptions {
