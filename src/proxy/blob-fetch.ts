@@ -12,6 +12,10 @@
  * The body is read up to the size the upstream declared and no further: the GET's Content-Length,
  * which must agree with the size its HEAD told the clients (remembered here), or that size when
  * the GET declares none. A client is thus never told one size while the fetch reads another.
+ *
+ * A fetch nobody waits for any more is cancelled (docs/decisions.md): when the last client
+ * reading along has gone and none waits for the commit, the upstream's connection and the upload
+ * are given up, and the next pull fetches the blob again.
  */
 import { PassThrough, Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -89,7 +93,7 @@ export class BlobFetches {
     if (told !== undefined && told !== fetch.size) throw this.contradicts(digest, told, fetch.size);
     const live = fetch.join(name);
     if (live) return live;
-    await fetch.done;
+    await fetch.committed();
     return this.blobs.open(digest);
   }
 
@@ -108,6 +112,12 @@ class BlobFetch {
   /** repositories that asked, besides the one the upload belongs to */
   private readonly others = new Set<string>();
   private forwarding = false;
+  /** clients that joined too late to read along, waiting for the commit */
+  private waiting = 0;
+  /** the blob was committed, or the fetch failed */
+  private settled = false;
+  /** cancelled because every client left */
+  private abandoned = false;
   /** the last chunk, handed on only once the digest checked out */
   private held?: Buffer;
   private readonly abort = new AbortController();
@@ -135,8 +145,24 @@ class BlobFetch {
     if (this.forwarding) return undefined;
     const reader = new PassThrough();
     this.readers.add(reader);
-    reader.on('close', () => this.readers.delete(reader));
+    reader.on('close', () => {
+      this.readers.delete(reader);
+      if (this.readers.size === 0 && this.waiting === 0 && !this.settled) {
+        this.abandoned = true;
+        this.abort.abort();
+      }
+    });
     return reader;
+  }
+
+  /** waits for the commit as a client that joined too late to read along (it keeps the fetch going) */
+  async committed(): Promise<void> {
+    this.waiting++;
+    try {
+      await this.done;
+    } finally {
+      this.waiting--;
+    }
   }
 
   private async request(): Promise<Response> {
@@ -171,14 +197,20 @@ class BlobFetch {
     try {
       await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm);
     } catch (err) {
+      this.settled = true;
       this.abort.abort();
       await this.uploads.cancel(this.name, upload.uuid).catch(() => undefined); // a wrong digest removed it already
+      if (this.abandoned) {
+        this.logger.info({ repository: this.name, digest: this.digest }, 'every client left: the blob fetch was cancelled and nothing cached');
+        throw new RegistryError('UNAVAILABLE', `every client left: the fetch of ${this.digest} was cancelled`, { status: 502 });
+      }
       const reason = err instanceof RegistryError && err.code === 'DIGEST_INVALID' ? 'its bytes do not match the digest' : describe(err);
       const failure = new RegistryError('UNAVAILABLE', `fetching ${this.digest} from the upstream registry ${this.upstream.host} failed (${reason}); nothing was cached, try again`, { status: 502 });
       for (const reader of this.readers) reader.destroy(failure);
       this.logger.warn({ upstream: this.upstream.host, repository: this.name, digest: this.digest, reason }, 'fetching a blob from the upstream failed; nothing was cached');
       throw failure;
     }
+    this.settled = true;
     await Promise.all([...this.others].map((name) => this.blobs.link(name, this.digest)));
     this.logger.info({ upstream: this.upstream.host, repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
     for (const reader of this.readers) reader.end(this.held);
