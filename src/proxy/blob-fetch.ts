@@ -24,7 +24,7 @@ import { blobUnknown } from '../registry/blobs.js';
 import { digestAlgorithm, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
 import type { UploadSessions } from '../registry/uploads.js';
-import { describe, rethrowUpstream } from './errors.js';
+import { describe, rethrowUpstream, UpstreamError } from './errors.js';
 import type { ProxyStats } from './stats.js';
 import type { Upstream } from './upstream.js';
 
@@ -97,8 +97,8 @@ export class BlobFetches {
     return this.blobs.open(digest);
   }
 
-  private contradicts(digest: Digest, told: number, size: number): RegistryError {
-    return new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} declared ${told} bytes for ${digest} and then sent ${size}; nothing was served`, { status: 502 });
+  private contradicts(digest: Digest, told: number, size: number): UpstreamError {
+    return new UpstreamError(`the upstream registry ${this.upstream.host} declared ${told} bytes for ${digest} and then sent ${size}; nothing was served`);
   }
 }
 
@@ -183,7 +183,7 @@ class BlobFetch {
     if (declared === undefined || !Number.isSafeInteger(declared) || declared < 0 || (this.told !== undefined && declared !== this.told)) {
       await res.body?.cancel();
       const said = declared === undefined ? 'no size' : `${header} bytes (its HEAD said ${this.told})`;
-      throw new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} gave ${said} for ${this.digest}; nothing was served`, { status: 502 });
+      throw new UpstreamError(`the upstream registry ${this.upstream.host} gave ${said} for ${this.digest}; nothing was served`);
     }
     this.size = declared;
     return res;
@@ -202,10 +202,10 @@ class BlobFetch {
       await this.uploads.cancel(this.name, upload.uuid).catch(() => undefined); // a wrong digest removed it already
       if (this.abandoned) {
         this.logger.info({ repository: this.name, digest: this.digest }, 'every client left: the blob fetch was cancelled and nothing cached');
-        throw new RegistryError('UNAVAILABLE', `every client left: the fetch of ${this.digest} was cancelled`, { status: 502 });
+        throw new UpstreamError(`every client left: the fetch of ${this.digest} was cancelled`);
       }
       const reason = err instanceof RegistryError && err.code === 'DIGEST_INVALID' ? 'its bytes do not match the digest' : describe(err);
-      const failure = new RegistryError('UNAVAILABLE', `fetching ${this.digest} from the upstream registry ${this.upstream.host} failed (${reason}); nothing was cached, try again`, { status: 502 });
+      const failure = new UpstreamError(`fetching ${this.digest} from the upstream registry ${this.upstream.host} failed (${reason}); nothing was cached, try again`);
       for (const reader of this.readers) reader.destroy(failure);
       this.logger.warn({ upstream: this.upstream.host, repository: this.name, digest: this.digest, reason }, 'fetching a blob from the upstream failed; nothing was cached');
       throw failure;

@@ -25,7 +25,7 @@ import type { ManifestStore, Reference, StoredManifest } from '../registry/manif
 import { parseManifest, supportedManifestMediaTypes } from '../registry/manifests/index.js';
 import type { BlobFetches } from './blob-fetch.js';
 import type { ProxyStats } from './stats.js';
-import { describe, rethrowUpstream, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
+import { describe, isUpstreamFailure, rethrowUpstream, UpstreamError } from './errors.js';
 import type { Upstream } from './upstream.js';
 
 /** the largest manifest taken from the upstream, as for a push */
@@ -68,7 +68,7 @@ export class PullThroughCache implements ContentSource {
     try {
       digest = await this.upstreamTag(name, reference.tag);
     } catch (err) {
-      if (!(err instanceof UpstreamUnavailableError || err instanceof UpstreamRefusedError)) throw err;
+      if (!isUpstreamFailure(err)) throw err;
       return this.hit(this.stored.manifest(name, reference)).catch((cacheErr: unknown) => {
         if (cacheErr instanceof RegistryError && (cacheErr.code === 'MANIFEST_UNKNOWN' || cacheErr.code === 'NAME_UNKNOWN')) rethrowUpstream(`tag ${reference.tag} of ${name}`)(err);
         throw cacheErr;
@@ -97,7 +97,7 @@ export class PullThroughCache implements ContentSource {
       .catch(rethrowUpstream(`blob ${digest}`));
     if (res.status === 404) throw blobUnknown(digest);
     const size = Number(res.headers.get('content-length'));
-    if (!Number.isSafeInteger(size) || size < 0) throw new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} gave no size for ${digest}`, { status: 502 });
+    if (!Number.isSafeInteger(size) || size < 0) throw new UpstreamError(`the upstream registry ${this.upstream.host} gave no size for ${digest}`);
     this.fetches.declared(digest, size);
     // not linked on the upstream's word, even when storage holds the digest (another repository's,
     // maybe a private one): only bytes from this upstream that hashed to it link it (blob-fetch.ts)
@@ -122,7 +122,7 @@ export class PullThroughCache implements ContentSource {
     try {
       return await this.upstreamTags(name);
     } catch (err) {
-      if (!(err instanceof UpstreamUnavailableError || err instanceof UpstreamRefusedError)) throw err;
+      if (!isUpstreamFailure(err)) throw err;
       this.logger.info({ upstream: this.upstream.host, repository: name, reason: describe(err) }, 'tags listed from the cache');
       return this.stored.tags(name);
     }
@@ -187,9 +187,9 @@ export class PullThroughCache implements ContentSource {
     return manifest;
   }
 
-  private badManifest(name: string, what: string, reason: string): RegistryError {
+  private badManifest(name: string, what: string, reason: string): UpstreamError {
     this.logger.warn({ upstream: this.upstream.host, repository: name, reference: what, reason }, 'the upstream served a manifest that does not check out; nothing was cached');
-    return new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} served ${what} of ${name} in a form that does not check out (${reason}); nothing was cached`, { status: 502 });
+    return new UpstreamError(`the upstream registry ${this.upstream.host} served ${what} of ${name} in a form that does not check out (${reason}); nothing was cached`);
   }
 
   private async upstreamRange(name: string, digest: Digest, range: ByteRange): Promise<Readable> {

@@ -14,8 +14,7 @@
 import type { Logger } from 'pino';
 import { parseChallenge, type Challenge } from './challenge.js';
 import { AllowedHosts, knownRedirectHosts } from './hosts.js';
-import { RegistryError } from '../registry/errors.js';
-import { describe, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
+import { describe, UpstreamError, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
 
 export interface UpstreamOptions {
   remoteurl: string;
@@ -142,13 +141,13 @@ export class Upstream {
   }
 
   /** a redirect not followed: logged once per host; the client hears only that it was refused */
-  private redirectRefused(target: URL | undefined, hops: number): RegistryError {
+  private redirectRefused(target: URL | undefined, hops: number): UpstreamError {
     const where = target ? `${target.protocol}//${target.host}` : 'no valid location';
     if (!this.hostsRefused.has(`redirect ${where}`)) {
       this.hostsRefused.add(`redirect ${where}`);
       this.logger.error({ target: where, hops }, 'the upstream registry redirected a blob download to a host that is not allowed; not followed (add the host to redirecthosts if it serves the upstream\'s blobs)');
     }
-    return new RegistryError('UNAVAILABLE', `the upstream registry ${this.host} redirected a blob download to ${where}, which is not an allowed host; nothing was fetched from there`, { status: 502 });
+    return new UpstreamError(`the upstream registry ${this.host} redirected a blob download to ${where}, which is not an allowed host; nothing was fetched from there`);
   }
 
   /** the request with the repository's upstream name, in the scope and the path */
@@ -224,13 +223,13 @@ export class Upstream {
   }
 
   /** a token realm on another host: nothing is sent there; logged once per host */
-  private realmRefused(url: URL): RegistryError {
+  private realmRefused(url: URL): UpstreamError {
     const where = `${url.protocol}//${url.host}`;
     if (!this.hostsRefused.has(`realm ${where}`)) {
       this.hostsRefused.add(`realm ${where}`);
       this.logger.error({ realm: where }, 'the upstream registry names a token realm on another host; no credentials or token request were sent there (if that host is the upstream\'s token service, add it to realmhosts)');
     }
-    return new RegistryError('UNAVAILABLE', `the upstream registry ${this.host} names its token service at ${where}, another host; nothing was sent there (the registry's operator may allow it with realmhosts)`, { status: 502 });
+    return new UpstreamError(`the upstream registry ${this.host} names its token service at ${where}, another host; nothing was sent there (the registry's operator may allow it with realmhosts)`);
   }
 
   private send(req: UpstreamRequest, authorization: string | undefined): Promise<Response> {
@@ -259,7 +258,7 @@ export class Upstream {
    * request's signal bounds the time; a body that breaks off is the upstream's failure.
    */
   async readBounded(res: Response, limit: number, what: string): Promise<Buffer> {
-    const tooLong = () => new RegistryError('UNAVAILABLE', `the upstream's ${what} is over the ${limit}-byte limit`, { status: 502 });
+    const tooLong = () => new UpstreamError(`the upstream's ${what} is over the ${limit}-byte limit`);
     if (Number(res.headers.get('content-length') ?? 0) > limit) {
       await res.body?.cancel();
       throw tooLong();
