@@ -207,12 +207,12 @@ class BlobFetch {
       const reason = err instanceof RegistryError && err.code === 'DIGEST_INVALID' ? 'its bytes do not match the digest' : describe(err);
       const failure = new UpstreamError(`fetching ${this.digest} from the upstream registry ${this.upstream.host} failed (${reason}); nothing was cached, try again`);
       for (const reader of this.readers) reader.destroy(failure);
-      this.logger.warn({ upstream: this.upstream.host, repository: this.name, digest: this.digest, reason }, 'fetching a blob from the upstream failed; nothing was cached');
+      this.logger.warn({ repository: this.name, digest: this.digest, reason }, 'fetching a blob from the upstream failed; nothing was cached');
       throw failure;
     }
     this.settled = true;
     await Promise.all([...this.others].map((name) => this.blobs.link(name, this.digest)));
-    this.logger.info({ upstream: this.upstream.host, repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
+    this.logger.info({ repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
     for (const reader of this.readers) reader.end(this.held);
   }
 

@@ -123,7 +123,7 @@ export class PullThroughCache implements ContentSource {
       return await this.upstreamTags(name);
     } catch (err) {
       if (!isUpstreamFailure(err)) throw err;
-      this.logger.info({ upstream: this.upstream.host, repository: name, reason: describe(err) }, 'tags listed from the cache');
+      this.logger.info({ repository: name, reason: describe(err) }, 'tags listed from the cache');
       return this.stored.tags(name);
     }
   }
@@ -176,7 +176,7 @@ export class PullThroughCache implements ContentSource {
     await this.manifests.put(name, reference, contentType, body);
     this.stats.manifestMisses++;
     this.stats.manifestBytesFetched += body.length;
-    this.logger.info({ upstream: this.upstream.host, repository: name, reference: 'tag' in reference ? reference.tag : reference.digest, digest: parsed.digest }, 'fetched manifest from the upstream');
+    this.logger.info({ repository: name, reference: 'tag' in reference ? reference.tag : reference.digest, digest: parsed.digest }, 'fetched manifest from the upstream');
     return { digest: parsed.digest, mediaType: parsed.mediaType, content: body };
   }
 
@@ -188,7 +188,7 @@ export class PullThroughCache implements ContentSource {
   }
 
   private badManifest(name: string, what: string, reason: string): UpstreamError {
-    this.logger.warn({ upstream: this.upstream.host, repository: name, reference: what, reason }, 'the upstream served a manifest that does not check out; nothing was cached');
+    this.logger.warn({ repository: name, reference: what, reason }, 'the upstream served a manifest that does not check out; nothing was cached');
     return new UpstreamError(`the upstream registry ${this.upstream.host} served ${what} of ${name} in a form that does not check out (${reason}); nothing was cached`);
   }
 

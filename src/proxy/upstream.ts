@@ -292,7 +292,7 @@ export class Upstream {
   }
 
   private unavailable(reason: string): UpstreamUnavailableError {
-    this.logger.warn({ upstream: this.host, reason }, 'upstream registry unavailable');
+    this.logger.warn({ reason }, 'upstream registry unavailable');
     return new UpstreamUnavailableError(this.host, reason);
   }
 
@@ -303,7 +303,7 @@ export class Upstream {
       const fix = this.basic
         ? 'check proxy.username and proxy.password, and that the account may pull the repository'
         : 'the upstream needs credentials: set proxy.username and proxy.password';
-      this.logger.error({ upstream: this.host, status }, `the upstream registry refused the pull-through cache's request: ${fix}`);
+      this.logger.error({ status }, `the upstream registry refused the pull-through cache's request: ${fix}`);
     }
     return new UpstreamRefusedError(this.host, status, retryAfter);
   }
