@@ -271,7 +271,14 @@ describe('a hostile upstream (issue 26, item 2)', () => {
     assert.equal(head.status, 200, 'the HEAD is the upstream\'s to answer');
     const got = await pull(`${mirror.url}/v2/hub/any/blobs/${digest}`);
     assert.ok(got === 'failed' || !got.body.equals(secret), 'the private blob was served to an anonymous user');
-    assert.ok(!existsSync(join(mirror.root, 'docker/registry/v2/repositories/hub/any/_layers/sha256', digest.slice(7), 'link')), 'not linked into the mirror');
+    const link = join(mirror.root, 'docker/registry/v2/repositories/hub/any/_layers/sha256', digest.slice(7), 'link');
+    assert.ok(!existsSync(link), 'not linked into the mirror');
+
+    // an upstream that does serve those bytes gets them linked, by a fetch
+    upstream.handle = (req, res) => void res.writeHead(200, { 'content-length': String(secret.length) }).end(req.method === 'HEAD' ? undefined : secret);
+    const fetched = await pull(`${mirror.url}/v2/hub/any/blobs/${digest}`);
+    assert.ok(fetched !== 'failed' && fetched.status === 200 && fetched.body.equals(secret));
+    assert.ok(existsSync(link), 'linked once its bytes came from the upstream');
   });
 
   it('d: sends no credentials to a token realm on another host, refuses it and logs that once; a configured realm host is used', async () => {
