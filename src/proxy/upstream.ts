@@ -60,6 +60,7 @@ const DEFAULT_TOKEN_SECONDS = 60;
 const TOKEN_LIMIT = 1024 * 1024;
 /** redirects followed for one blob download */
 const MAX_REDIRECTS = 5;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 export class Upstream {
   readonly host: string;
@@ -122,7 +123,7 @@ export class Upstream {
   /** the answer at the end of the redirects of a blob download, each to an allowed host */
   private async followRedirects(first: Response, req: UpstreamRequest, authorization: string | undefined): Promise<Response> {
     let res = first;
-    for (let hops = 0; [301, 302, 303, 307, 308].includes(res.status); hops++) {
+    for (let hops = 0; REDIRECT_STATUSES.has(res.status); hops++) {
       await res.body?.cancel();
       const location = res.headers.get('location');
       let target: URL | undefined;
@@ -136,6 +137,11 @@ export class Upstream {
       const headers: Record<string, string> = { 'user-agent': 'berth-pull-through-cache', ...req.headers };
       if (authorization && target.origin === new URL(this.base).origin) headers.authorization = authorization;
       res = await this.fetch(target, { method: req.method, headers }, req.timeoutMs, req.signal, `${req.method} of a redirected blob`);
+      if (!res.ok && res.status !== 404 && !REDIRECT_STATUSES.has(res.status)) {
+        // not the upstream's own refusal (no credentials to fix): only the status is told, never the body
+        await res.body?.cancel();
+        throw new UpstreamError(`the upstream registry ${this.host} redirected a blob download to ${target.protocol}//${target.host}, which answered ${res.status}`);
+      }
     }
     return res;
   }
