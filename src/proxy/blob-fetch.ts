@@ -182,7 +182,7 @@ class BlobFetch {
     const declared = header === null ? this.told : Number(header);
     if (declared === undefined || !Number.isSafeInteger(declared) || declared < 0 || (this.told !== undefined && declared !== this.told)) {
       await res.body?.cancel();
-      const said = declared === undefined ? 'no size' : `${header} bytes (its HEAD said ${this.told})`;
+      const said = declared === undefined ? 'no size' : this.told !== undefined && declared !== this.told ? `${header} bytes where its HEAD said ${this.told}` : `an invalid size (${header})`;
       throw new UpstreamError(`the upstream registry ${this.upstream.host} gave ${said} for ${this.digest}; nothing was served`);
     }
     this.size = declared;
