@@ -562,6 +562,11 @@ const remoteurl = z
     message: 'put the credentials in username and password (or passwordfile), not in the URL (they would show in logs)',
   });
 
+/** a host the upstream may send the cache to: `host` (any port), `host:port` or `*.domain` */
+const allowedHost = z
+  .string()
+  .regex(/^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/, 'expected a host name, host:port or *.domain, e.g. "auth.example.com" or "cdn.example.net:8443"');
+
 /** an upstream's credentials and cache lifetime, for the single `proxy` and each of `proxy.upstreams` */
 const upstreamKeys = {
   username: z.string().min(1).optional(),
@@ -570,6 +575,10 @@ const upstreamKeys = {
   passwordfile: z.string().min(1).optional(),
   /** how long cached content stays after it was last fetched or pulled; unset: 168h (Distribution's default); 0: forever */
   ttl: duration.optional(),
+  /** token realm hosts besides the upstream's own and its domain's (proxy/hosts.ts): they get the credentials */
+  realmhosts: z.array(allowedHost).optional(),
+  /** hosts besides the upstream's own and its domain's that blob downloads may be redirected to (a CDN) */
+  redirecthosts: z.array(allowedHost).optional(),
 };
 
 function checkCredentials(value: { username?: string; password?: string; passwordfile?: string }, ctx: z.RefinementCtx, where: string): void {
@@ -604,7 +613,7 @@ const proxy = z
       return;
     }
     if (value.upstreams) {
-      for (const key of ['username', 'password', 'passwordfile', 'ttl'] as const) {
+      for (const key of ['username', 'password', 'passwordfile', 'ttl', 'realmhosts', 'redirecthosts'] as const) {
         if (value[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `with proxy.upstreams, set ${key} on each upstream` });
       }
       value.upstreams.forEach((upstream, i) => {

@@ -12,6 +12,8 @@ interface Credentials {
   username?: string;
   password?: string;
   passwordfile?: string;
+  realmhosts?: string[];
+  redirecthosts?: string[];
 }
 
 interface ProxyConfig {
@@ -26,7 +28,7 @@ export const proxyFeature: Feature<ProxyConfig> = {
     const proxy = config.proxy!;
     const plan = proxy.upstreams
       ? proxyPlan({ mirrors: await Promise.all(proxy.upstreams.map(async (u, i) => ({ ...u, password: await password(u, `proxy.upstreams.${i}`) }))) })
-      : proxyPlan({ single: { remoteurl: proxy.remoteurl!, username: proxy.username, password: await password(proxy as Credentials, 'proxy') } });
+      : proxyPlan({ single: { remoteurl: proxy.remoteurl!, username: proxy.username, password: await password(proxy as Credentials, 'proxy'), realmhosts: proxy.realmhosts, redirecthosts: proxy.redirecthosts } });
     return {
       contentSource: (core, stored) => plan.content(core, stored),
       refuseWrites: plan.refuseWrites,

@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RegistryError } from '../registry/errors.js';
 import { isStorageFull, StorageUnavailableError } from '../storage/driver.js';
+import { UpstreamError } from '../proxy/errors.js';
 import type { Services } from './context.js';
 import type { EdgeOptions } from './options.js';
 import { accessLogFields, exchangeBytes, noteError } from './access-log.js';
@@ -185,6 +186,7 @@ function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): Fa
     reply.header('retry-after', '5');
     return answer(new RegistryError('UNAVAILABLE', `the storage backend is unavailable, try again later (request id ${req.id}): ${err.message}`));
   }
+  if (err instanceof UpstreamError) return answer(new RegistryError('UNAVAILABLE', err.message, { status: 502 }));
   req.log.error({ err }, 'request failed');
   return answer(new RegistryError('UNKNOWN', `internal error (request id ${req.id})`));
 }

@@ -7,8 +7,15 @@
  * Reading along: clients that join before the first byte is handed on read the upstream's bytes as
  * they arrive, at the pace of the slowest of them (a writable buffer each, waited on); clients that
  * join later wait for the commit and read from storage. The last chunk is handed on only after the
- * digest checked out, so a client never receives a complete body with the wrong bytes. A client
- * that disconnects leaves the others and the fetch alone: the blob is still cached.
+ * digest checked out, so a client never receives a complete body with the wrong bytes.
+ *
+ * The body is read up to the size the upstream declared and no further: the GET's Content-Length,
+ * which must agree with the size its HEAD told the clients (remembered here), or that size when
+ * the GET declares none. A client is thus never told one size while the fetch reads another.
+ *
+ * A fetch nobody waits for any more is cancelled (docs/decisions.md): when the last client
+ * reading along has gone and none waits for the commit, the upstream's connection and the upload
+ * are given up, and the next pull fetches the blob again.
  */
 import { PassThrough, Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -17,7 +24,7 @@ import { blobUnknown } from '../registry/blobs.js';
 import { digestAlgorithm, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
 import type { UploadSessions } from '../registry/uploads.js';
-import { describe, rethrowUpstream } from './errors.js';
+import { describe, rethrowUpstream, UpstreamError } from './errors.js';
 import type { ProxyStats } from './stats.js';
 import type { Upstream } from './upstream.js';
 
@@ -27,6 +34,8 @@ import type { Upstream } from './upstream.js';
  * Gathered into batches of this size, those calls are few, for one copy of the bytes.
  */
 const BATCH = 1024 * 1024;
+/** the sizes upstream HEADs told clients, remembered for this many digests (the oldest forgotten first) */
+const TOLD_SIZES = 10_000;
 
 export interface BlobFetchOptions {
   /** the upstream's response headers must arrive within this */
@@ -37,6 +46,8 @@ export interface BlobFetchOptions {
 
 export class BlobFetches {
   private readonly inflight = new Map<Digest, BlobFetch>();
+  /** the size the upstream's HEAD declared for a digest, which the clients were told (Content-Length) */
+  private readonly told = new Map<Digest, number>();
 
   constructor(
     private readonly upstream: Upstream,
@@ -46,6 +57,13 @@ export class BlobFetches {
     private readonly options: BlobFetchOptions,
     private readonly stats: ProxyStats,
   ) {}
+
+  /** the size the upstream's HEAD declared for `digest` (a client was told it): the fetch must read that many bytes */
+  declared(digest: Digest, size: number): void {
+    this.told.delete(digest);
+    this.told.set(digest, size);
+    if (this.told.size > TOLD_SIZES) this.told.delete(this.told.keys().next().value!);
+  }
 
   /** the fetch of `digest` under way, once its size is known */
   async underway(digest: Digest): Promise<BlobFetch | undefined> {
@@ -59,7 +77,7 @@ export class BlobFetches {
   async open(name: string, digest: Digest): Promise<Readable> {
     let fetch = this.inflight.get(digest);
     if (!fetch) {
-      fetch = new BlobFetch(name, digest, this.upstream, this.uploads, this.blobs, this.logger, this.options);
+      fetch = new BlobFetch(name, digest, this.told.get(digest), this.upstream, this.uploads, this.blobs, this.logger, this.options);
       this.inflight.set(digest, fetch);
       const started = fetch;
       const forget = () => {
@@ -71,10 +89,16 @@ export class BlobFetches {
       }, forget);
     }
     await fetch.started.catch(rethrowUpstream(`blob ${digest}`));
+    const told = this.told.get(digest);
+    if (told !== undefined && told !== fetch.size) throw this.contradicts(digest, told, fetch.size);
     const live = fetch.join(name);
     if (live) return live;
-    await fetch.done;
+    await fetch.committed();
     return this.blobs.open(digest);
+  }
+
+  private contradicts(digest: Digest, told: number, size: number): UpstreamError {
+    return new UpstreamError(`the upstream registry ${this.upstream.host} declared ${told} bytes for ${digest} and then sent ${size}; nothing was served`);
   }
 }
 
@@ -88,6 +112,12 @@ class BlobFetch {
   /** repositories that asked, besides the one the upload belongs to */
   private readonly others = new Set<string>();
   private forwarding = false;
+  /** clients that joined too late to read along, waiting for the commit */
+  private waiting = 0;
+  /** the blob was committed, or the fetch failed */
+  private settled = false;
+  /** cancelled because every client left */
+  private abandoned = false;
   /** the last chunk, handed on only once the digest checked out */
   private held?: Buffer;
   private readonly abort = new AbortController();
@@ -95,6 +125,8 @@ class BlobFetch {
   constructor(
     private readonly name: string,
     private readonly digest: Digest,
+    /** the size the upstream's HEAD declared, if one did */
+    private readonly told: number | undefined,
     private readonly upstream: Upstream,
     private readonly uploads: UploadSessions,
     private readonly blobs: BlobStore,
@@ -113,8 +145,24 @@ class BlobFetch {
     if (this.forwarding) return undefined;
     const reader = new PassThrough();
     this.readers.add(reader);
-    reader.on('close', () => this.readers.delete(reader));
+    reader.on('close', () => {
+      this.readers.delete(reader);
+      if (this.readers.size === 0 && this.waiting === 0 && !this.settled) {
+        this.abandoned = true;
+        this.abort.abort();
+      }
+    });
     return reader;
+  }
+
+  /** waits for the commit as a client that joined too late to read along (it keeps the fetch going) */
+  async committed(): Promise<void> {
+    this.waiting++;
+    try {
+      await this.done;
+    } finally {
+      this.waiting--;
+    }
   }
 
   private async request(): Promise<Response> {
@@ -124,12 +172,20 @@ class BlobFetch {
       path: `${this.name}/blobs/${this.digest}`,
       timeoutMs: this.options.fetchTimeoutMs,
       signal: this.abort.signal,
+      followRedirects: true,
     });
     if (res.status === 404) {
       await res.body?.cancel();
       throw blobUnknown(this.digest);
     }
-    this.size = Number(res.headers.get('content-length') ?? 0);
+    const header = res.headers.get('content-length');
+    const declared = header === null ? this.told : Number(header);
+    if (declared === undefined || !Number.isSafeInteger(declared) || declared < 0 || (this.told !== undefined && declared !== this.told)) {
+      await res.body?.cancel();
+      const said = declared === undefined ? 'no size' : this.told !== undefined && declared !== this.told ? `${header} bytes where its HEAD said ${this.told}` : `an invalid size (${header})`;
+      throw new UpstreamError(`the upstream registry ${this.upstream.host} gave ${said} for ${this.digest}; nothing was served`);
+    }
+    this.size = declared;
     return res;
   }
 
@@ -141,16 +197,22 @@ class BlobFetch {
     try {
       await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm);
     } catch (err) {
+      this.settled = true;
       this.abort.abort();
       await this.uploads.cancel(this.name, upload.uuid).catch(() => undefined); // a wrong digest removed it already
+      if (this.abandoned) {
+        this.logger.info({ repository: this.name, digest: this.digest }, 'every client left: the blob fetch was cancelled and nothing cached');
+        throw new UpstreamError(`every client left: the fetch of ${this.digest} was cancelled`);
+      }
       const reason = err instanceof RegistryError && err.code === 'DIGEST_INVALID' ? 'its bytes do not match the digest' : describe(err);
-      const failure = new RegistryError('UNAVAILABLE', `fetching ${this.digest} from the upstream registry ${this.upstream.host} failed (${reason}); nothing was cached, try again`, { status: 502 });
+      const failure = new UpstreamError(`fetching ${this.digest} from the upstream registry ${this.upstream.host} failed (${reason}); nothing was cached, try again`);
       for (const reader of this.readers) reader.destroy(failure);
-      this.logger.warn({ upstream: this.upstream.host, repository: this.name, digest: this.digest, reason }, 'fetching a blob from the upstream failed; nothing was cached');
+      this.logger.warn({ repository: this.name, digest: this.digest, reason }, 'fetching a blob from the upstream failed; nothing was cached');
       throw failure;
     }
+    this.settled = true;
     await Promise.all([...this.others].map((name) => this.blobs.link(name, this.digest)));
-    this.logger.info({ upstream: this.upstream.host, repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
+    this.logger.info({ repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
     for (const reader of this.readers) reader.end(this.held);
   }
 
@@ -163,6 +225,7 @@ class BlobFetch {
     const idle = setTimeout(() => this.abort.abort(), this.options.idleTimeoutMs);
     let pending: Buffer[] = [];
     let pendingBytes = 0;
+    let left = this.size;
     const batch = async (): Promise<Buffer> => {
       const out = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
       pending = [];
@@ -174,10 +237,14 @@ class BlobFetch {
     try {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         idle.refresh();
-        pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        pendingBytes += chunk.byteLength;
+        const piece = Math.min(chunk.byteLength, left);
+        pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, piece));
+        pendingBytes += piece;
+        left -= piece;
+        if (left === 0) break; // the declared size: whatever else the upstream sends is not read
         if (pendingBytes >= BATCH) yield await batch();
       }
+      if (left > 0) throw new Error(`its body ended after ${this.size - left} of the ${this.size} bytes it declared`);
       if (pendingBytes > 0) yield await batch();
     } finally {
       clearTimeout(idle);

@@ -8,8 +8,9 @@
  *   upstream does not answer in time, fails or refuses, the cached copy is served; its 404 is a 404.
  *   Concurrent pulls of one uncached manifest share one fetch.
  * - Manifest by digest, blob: storage first (content-addressed, never stale), else the upstream.
- * - Blob stat (HEAD, and before a GET): storage, the fetch under way, or the upstream's HEAD; a blob
- *   stored for another repository is linked once the upstream confirmed this one has it.
+ * - Blob stat (HEAD, and before a GET): storage, the fetch under way, or the upstream's HEAD. A
+ *   blob is linked into a repository only once bytes from the upstream hashed to its digest, even
+ *   when storage holds it for another repository.
  * - Range of a blob not cached: served from the upstream's own range answer, not cached.
  * - Tags: the upstream's list (every page) when it answers, else the cached tags.
  */
@@ -21,15 +22,15 @@ import type { BlobStat, ByteRange, ContentSource } from '../registry/content.js'
 import { digestAlgorithm, isDigest, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
 import type { ManifestStore, Reference, StoredManifest } from '../registry/manifest-store.js';
-import { parseManifest, supportedManifestMediaTypes } from '../registry/manifests/index.js';
+import { MANIFEST_LIMIT, parseManifest, supportedManifestMediaTypes } from '../registry/manifests/index.js';
 import type { BlobFetches } from './blob-fetch.js';
 import type { ProxyStats } from './stats.js';
-import { describe, rethrowUpstream, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
+import { describe, isUpstreamFailure, rethrowUpstream, UpstreamError } from './errors.js';
 import type { Upstream } from './upstream.js';
 
-/** the largest manifest taken from the upstream, as for a push */
-const MANIFEST_LIMIT = 4 * 1024 * 1024;
 const TAGS_PAGE = 1000;
+/** the largest page of tags read (1000 tags of 128 characters are 130 KiB; some upstreams send every tag at once) */
+const TAGS_PAGE_LIMIT = 4 * 1024 * 1024;
 /** an upstream that pages its tag list forever is not followed past this many pages */
 const MAX_TAG_PAGES = 1000;
 
@@ -65,7 +66,7 @@ export class PullThroughCache implements ContentSource {
     try {
       digest = await this.upstreamTag(name, reference.tag);
     } catch (err) {
-      if (!(err instanceof UpstreamUnavailableError || err instanceof UpstreamRefusedError)) throw err;
+      if (!isUpstreamFailure(err)) throw err;
       return this.hit(this.stored.manifest(name, reference)).catch((cacheErr: unknown) => {
         if (cacheErr instanceof RegistryError && (cacheErr.code === 'MANIFEST_UNKNOWN' || cacheErr.code === 'NAME_UNKNOWN')) rethrowUpstream(`tag ${reference.tag} of ${name}`)(err);
         throw cacheErr;
@@ -94,11 +95,10 @@ export class PullThroughCache implements ContentSource {
       .catch(rethrowUpstream(`blob ${digest}`));
     if (res.status === 404) throw blobUnknown(digest);
     const size = Number(res.headers.get('content-length'));
-    if (!Number.isSafeInteger(size) || size < 0) throw new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} gave no size for ${digest}`, { status: 502 });
-    if ((await this.blobs.storedSize(digest)) === size) {
-      await this.blobs.link(name, digest); // stored for another repository; the upstream has it here too
-      return { digest, size, stored: true };
-    }
+    if (!Number.isSafeInteger(size) || size < 0) throw new UpstreamError(`the upstream registry ${this.upstream.host} gave no size for ${digest}`);
+    this.fetches.declared(digest, size);
+    // not linked on the upstream's word, even when storage holds the digest (another repository's,
+    // maybe a private one): only bytes from this upstream that hashed to it link it (blob-fetch.ts)
     return { digest, size, stored: false };
   }
 
@@ -120,8 +120,8 @@ export class PullThroughCache implements ContentSource {
     try {
       return await this.upstreamTags(name);
     } catch (err) {
-      if (!(err instanceof UpstreamUnavailableError || err instanceof UpstreamRefusedError)) throw err;
-      this.logger.info({ upstream: this.upstream.host, repository: name, reason: describe(err) }, 'tags listed from the cache');
+      if (!isUpstreamFailure(err)) throw err;
+      this.logger.info({ repository: name, reason: describe(err) }, 'tags listed from the cache');
       return this.stored.tags(name);
     }
   }
@@ -164,7 +164,7 @@ export class PullThroughCache implements ContentSource {
       await res.body?.cancel();
       throw manifestUnknown(name, what, 'tag' in reference ? { tag: reference.tag } : { digest: reference.digest });
     }
-    const body = await this.upstream.read(readLimited(res, MANIFEST_LIMIT));
+    const body = await this.upstream.readBounded(res, MANIFEST_LIMIT, 'manifest');
     const contentType = res.headers.get('content-type') ?? undefined;
     const algorithm = isDigest(ref) ? digestAlgorithm(ref) : 'sha256';
     const parsed = await parseManifest(contentType, body, { algorithm }).catch((err: unknown) => {
@@ -174,7 +174,7 @@ export class PullThroughCache implements ContentSource {
     await this.manifests.put(name, reference, contentType, body);
     this.stats.manifestMisses++;
     this.stats.manifestBytesFetched += body.length;
-    this.logger.info({ upstream: this.upstream.host, repository: name, reference: 'tag' in reference ? reference.tag : reference.digest, digest: parsed.digest }, 'fetched manifest from the upstream');
+    this.logger.info({ repository: name, reference: 'tag' in reference ? reference.tag : reference.digest, digest: parsed.digest }, 'fetched manifest from the upstream');
     return { digest: parsed.digest, mediaType: parsed.mediaType, content: body };
   }
 
@@ -185,9 +185,9 @@ export class PullThroughCache implements ContentSource {
     return manifest;
   }
 
-  private badManifest(name: string, what: string, reason: string): RegistryError {
-    this.logger.warn({ upstream: this.upstream.host, repository: name, reference: what, reason }, 'the upstream served a manifest that does not check out; nothing was cached');
-    return new RegistryError('UNAVAILABLE', `the upstream registry ${this.upstream.host} served ${what} of ${name} in a form that does not check out (${reason}); nothing was cached`, { status: 502 });
+  private badManifest(name: string, what: string, reason: string): UpstreamError {
+    this.logger.warn({ repository: name, reference: what, reason }, 'the upstream served a manifest that does not check out; nothing was cached');
+    return new UpstreamError(`the upstream registry ${this.upstream.host} served ${what} of ${name} in a form that does not check out (${reason}); nothing was cached`);
   }
 
   private async upstreamRange(name: string, digest: Digest, range: ByteRange): Promise<Readable> {
@@ -197,6 +197,7 @@ export class PullThroughCache implements ContentSource {
       path: `${name}/blobs/${digest}`,
       headers: { range: `bytes=${range.offset}-${range.offset + range.length - 1}` },
       timeoutMs: this.timeouts.fetchTimeoutMs,
+      followRedirects: true,
     });
     if (res.status === 404 || !res.body) {
       await res.body?.cancel();
@@ -218,8 +219,8 @@ export class PullThroughCache implements ContentSource {
         await res.body?.cancel();
         throw new RegistryError('NAME_UNKNOWN', `repository name not known to the upstream registry ${this.upstream.host}: ${name}`, { detail: { name } });
       }
-      const body = (await this.upstream.read(res.json())) as { tags?: unknown };
-      if (Array.isArray(body.tags)) for (const tag of body.tags) if (typeof tag === 'string') tags.add(tag);
+      const body = (await this.upstream.readJson(res, TAGS_PAGE_LIMIT, 'tag list')) as { tags?: unknown } | null;
+      if (Array.isArray(body?.tags)) for (const tag of body.tags) if (typeof tag === 'string') tags.add(tag);
       path = nextPage(res.headers.get('link'));
     }
     return [...tags].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
@@ -237,17 +238,6 @@ function nextPage(link: string | null): string | undefined {
   const url = new URL(target, 'http://upstream.invalid');
   const at = url.pathname.indexOf('/v2/');
   return at < 0 ? undefined : url.pathname.slice(at + 4) + url.search;
-}
-
-async function readLimited(res: Response, limit: number): Promise<Buffer> {
-  const declared = Number(res.headers.get('content-length') ?? 0);
-  if (declared > limit) {
-    await res.body?.cancel();
-    throw new RegistryError('UNAVAILABLE', `the upstream's manifest is over the ${limit}-byte limit`, { status: 502 });
-  }
-  const body = Buffer.from(await res.arrayBuffer());
-  if (body.length > limit) throw new RegistryError('UNAVAILABLE', `the upstream's manifest is over the ${limit}-byte limit`, { status: 502 });
-  return body;
 }
 
 /** `length` bytes of `body` after the first `skip` */

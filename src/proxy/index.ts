@@ -20,6 +20,9 @@ export interface ProxyOptions {
   password?: string;
   /** the repository's name upstream (a mirror under a prefix) */
   remoteName?: (local: string) => string;
+  /** token realm hosts and blob redirect hosts allowed besides the upstream's own (hosts.ts) */
+  realmhosts?: readonly string[];
+  redirecthosts?: readonly string[];
 }
 
 export interface MirrorOptions extends ProxyOptions {
@@ -71,6 +74,7 @@ export function proxyPlan(options: { single: ProxyOptions } | { mirrors: MirrorO
 export const PROXY_TIMEOUTS = { checkTimeoutMs: 5_000, fetchTimeoutMs: 30_000, idleTimeoutMs: 60_000 };
 
 function pullThroughCache(options: ProxyOptions, core: Core, stored: ContentSource, stats: ProxyStats): ContentSource {
+  // every line of this upstream's cache names it here, once: the lines themselves do not repeat the key
   const logger = core.logger.child({ component: 'proxy', upstream: new URL(options.remoteurl).host });
   const upstream = new Upstream({ ...options, ...PROXY_TIMEOUTS }, logger);
   const manifests = new ManifestStore(core.driver, core.blobs, core.tags, { cachedFromUpstream: true });

@@ -6,12 +6,15 @@
  * and concurrent requests that need the same token share one token request. Once the upstream
  * is known to want tokens, requests get one before they are sent (no 401 round trip per pull).
  *
- * Credentials never leave this file except in the Authorization header of the upstream requests
- * (and fetch drops that header on a redirect to another origin, e.g. a CDN for blobs).
+ * Credentials never leave this file except in the Authorization header of requests to the
+ * upstream and to a token realm it may name (hosts.ts); a realm on another host is refused, and
+ * logged once. Redirects are followed only for blob bodies, only to allowed hosts, and without
+ * the Authorization header unless they stay on the upstream's origin.
  */
 import type { Logger } from 'pino';
 import { parseChallenge, type Challenge } from './challenge.js';
-import { describe, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
+import { AllowedHosts, knownRedirectHosts } from './hosts.js';
+import { describe, UpstreamError, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
 
 export interface UpstreamOptions {
   remoteurl: string;
@@ -23,6 +26,10 @@ export interface UpstreamOptions {
   checkTimeoutMs: number;
   /** manifest and blob GETs: the time until the response headers (a blob's body then has its own idle timer) */
   fetchTimeoutMs: number;
+  /** hosts besides the upstream's own (and its domain's) whose token realm may get the credentials */
+  realmhosts?: readonly string[];
+  /** hosts besides the upstream's own (and its domain's) a blob download may be redirected to */
+  redirecthosts?: readonly string[];
 }
 
 export interface UpstreamRequest {
@@ -35,6 +42,8 @@ export interface UpstreamRequest {
   timeoutMs: number;
   /** aborts the request and its body (a blob fetch's idle timer) */
   signal?: AbortSignal;
+  /** a blob body: redirects to allowed hosts are followed (a CDN); any other request's redirect is a refusal */
+  followRedirects?: boolean;
 }
 
 interface CachedToken {
@@ -47,6 +56,11 @@ interface CachedToken {
 const TOKEN_MARGIN_MS = 10_000;
 /** the spec's default lifetime when the token response gives none */
 const DEFAULT_TOKEN_SECONDS = 60;
+/** the largest token response read (a token is a few KiB) */
+const TOKEN_LIMIT = 1024 * 1024;
+/** redirects followed for one blob download */
+const MAX_REDIRECTS = 5;
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 export class Upstream {
   readonly host: string;
@@ -58,6 +72,10 @@ export class Upstream {
   private readonly tokenRequests = new Map<string, Promise<string>>();
   /** refusals logged since the last success: each status once */
   private readonly refusalsLogged = new Set<number>();
+  private readonly realms: AllowedHosts;
+  private readonly redirects: AllowedHosts;
+  /** token realms and redirect targets refused so far: each host logged once */
+  private readonly hostsRefused = new Set<string>();
 
   constructor(
     private readonly options: UpstreamOptions,
@@ -66,6 +84,8 @@ export class Upstream {
     const url = new URL(options.remoteurl);
     this.host = url.host;
     this.base = `${url.origin}${url.pathname.replace(/\/$/, '')}/v2/`;
+    this.realms = new AllowedHosts(url, options.realmhosts ?? []);
+    this.redirects = new AllowedHosts(url, [...knownRedirectHosts(options.remoteurl), ...(options.redirecthosts ?? [])]);
     if (options.username !== undefined && options.password !== undefined) {
       this.basic = `Basic ${Buffer.from(`${options.username}:${options.password}`).toString('base64')}`;
     }
@@ -90,6 +110,7 @@ export class Upstream {
         res = await this.send(req, authorization);
       }
     }
+    if (req.followRedirects) res = await this.followRedirects(res, req, authorization);
     if (res.ok || res.status === 404) {
       this.refusalsLogged.clear();
       return res;
@@ -97,6 +118,42 @@ export class Upstream {
     await res.body?.cancel();
     if (res.status >= 500) throw new UpstreamUnavailableError(this.host, `it answered ${res.status}`);
     throw this.refused(res.status, res.headers.get('retry-after') ?? undefined);
+  }
+
+  /** the answer at the end of the redirects of a blob download, each to an allowed host */
+  private async followRedirects(first: Response, req: UpstreamRequest, authorization: string | undefined): Promise<Response> {
+    let res = first;
+    for (let hops = 0; REDIRECT_STATUSES.has(res.status); hops++) {
+      await res.body?.cancel();
+      const location = res.headers.get('location');
+      let target: URL | undefined;
+      try {
+        target = location ? new URL(location, res.url) : undefined;
+      } catch {
+        target = undefined;
+      }
+      if (!target || hops >= MAX_REDIRECTS || !this.redirects.allows(target)) throw this.redirectRefused(target, hops);
+      // the credentials stay on the upstream's origin
+      const headers: Record<string, string> = { 'user-agent': 'berth-pull-through-cache', ...req.headers };
+      if (authorization && target.origin === new URL(this.base).origin) headers.authorization = authorization;
+      res = await this.fetch(target, { method: req.method, headers }, req.timeoutMs, req.signal, `${req.method} of a redirected blob`);
+      if (!res.ok && res.status !== 404 && !REDIRECT_STATUSES.has(res.status)) {
+        // not the upstream's own refusal (no credentials to fix): only the status is told, never the body
+        await res.body?.cancel();
+        throw new UpstreamError(`the upstream registry ${this.host} redirected a blob download to ${target.protocol}//${target.host}, which answered ${res.status}`);
+      }
+    }
+    return res;
+  }
+
+  /** a redirect not followed: logged once per host; the client hears only that it was refused */
+  private redirectRefused(target: URL | undefined, hops: number): UpstreamError {
+    const where = target ? `${target.protocol}//${target.host}` : 'no valid location';
+    if (!this.hostsRefused.has(`redirect ${where}`)) {
+      this.hostsRefused.add(`redirect ${where}`);
+      this.logger.error({ target: where, hops }, 'the upstream registry redirected a blob download to a host that is not allowed; not followed (add the host to redirecthosts if it serves the upstream\'s blobs)');
+    }
+    return new UpstreamError(`the upstream registry ${this.host} redirected a blob download to ${where}, which is not an allowed host; nothing was fetched from there`);
   }
 
   /** the request with the repository's upstream name, in the scope and the path */
@@ -148,7 +205,13 @@ export class Upstream {
   private async fetchToken(challenge: Challenge, scope: string): Promise<CachedToken> {
     const { realm, service } = challenge.params;
     if (!realm) throw new UpstreamUnavailableError(this.host, 'its Bearer challenge names no realm');
-    const url = new URL(realm);
+    let url: URL;
+    try {
+      url = new URL(realm);
+    } catch {
+      throw new UpstreamUnavailableError(this.host, 'its Bearer challenge names a realm that is not a URL');
+    }
+    if (!this.realms.allows(url)) throw this.realmRefused(url);
     if (service) url.searchParams.set('service', service);
     url.searchParams.set('scope', scope);
     const headers: Record<string, string> = this.basic ? { authorization: this.basic } : {};
@@ -158,11 +221,21 @@ export class Upstream {
       if (res.status >= 500) throw new UpstreamUnavailableError(this.host, `its token service answered ${res.status}`);
       throw this.refused(res.status, res.headers.get('retry-after') ?? undefined);
     }
-    const body = (await this.read(res.json())) as { token?: unknown; access_token?: unknown; expires_in?: unknown };
-    const token = typeof body.token === 'string' ? body.token : body.access_token;
+    const body = (await this.readJson(res, TOKEN_LIMIT, 'token response')) as { token?: unknown; access_token?: unknown; expires_in?: unknown } | null;
+    const token = typeof body?.token === 'string' ? body.token : body?.access_token;
     if (typeof token !== 'string' || token === '') throw new UpstreamUnavailableError(this.host, 'its token service answered without a token');
-    const seconds = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : DEFAULT_TOKEN_SECONDS;
+    const seconds = typeof body?.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : DEFAULT_TOKEN_SECONDS;
     return { token, until: Date.now() + Math.max(seconds * 1000 - TOKEN_MARGIN_MS, seconds * 500) };
+  }
+
+  /** a token realm on another host: nothing is sent there; logged once per host */
+  private realmRefused(url: URL): UpstreamError {
+    const where = `${url.protocol}//${url.host}`;
+    if (!this.hostsRefused.has(`realm ${where}`)) {
+      this.hostsRefused.add(`realm ${where}`);
+      this.logger.error({ realm: where }, 'the upstream registry names a token realm on another host; no credentials or token request were sent there (if that host is the upstream\'s token service, add it to realmhosts)');
+    }
+    return new UpstreamError(`the upstream registry ${this.host} names its token service at ${where}, another host; nothing was sent there (the registry's operator may allow it with realmhosts)`);
   }
 
   private send(req: UpstreamRequest, authorization: string | undefined): Promise<Response> {
@@ -176,7 +249,8 @@ export class Upstream {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
     try {
-      return await fetch(url, { ...init, signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal });
+      // redirects are never followed by fetch: followRedirects() checks each target
+      return await fetch(url, { ...init, redirect: 'manual', signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal });
     } catch (err) {
       throw this.unavailable(deadline.signal.aborted ? `no answer to ${what} within ${timeoutMs / 1000}s` : describe(err));
     } finally {
@@ -184,17 +258,47 @@ export class Upstream {
     }
   }
 
-  /** the body of a response, read within the request's signal: a failure is the upstream's */
-  async read<T>(body: Promise<T>): Promise<T> {
+  /**
+   * The whole body of a response, at most `limit` bytes: a body declared or found longer is
+   * cancelled where it passes the limit (an endless body costs `limit`, not all it sends). The
+   * request's signal bounds the time; a body that breaks off is the upstream's failure.
+   */
+  async readBounded(res: Response, limit: number, what: string): Promise<Buffer> {
+    const tooLong = () => new UpstreamError(`the upstream's ${what} is over the ${limit}-byte limit`);
+    if (Number(res.headers.get('content-length') ?? 0) > limit) {
+      await res.body?.cancel();
+      throw tooLong();
+    }
+    if (!res.body) return Buffer.alloc(0);
+    const reader = res.body.getReader();
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const { done, value } = await reader.read().catch((err: unknown) => {
+        throw this.unavailable(`its answer broke off: ${describe(err)}`);
+      });
+      if (done) return Buffer.concat(chunks, total);
+      total += value.byteLength;
+      if (total > limit) {
+        await reader.cancel().catch(() => undefined);
+        throw tooLong();
+      }
+      chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+    }
+  }
+
+  /** a JSON body of at most `limit` bytes (readBounded); one that does not parse is the upstream's failure, its text not repeated */
+  async readJson(res: Response, limit: number, what: string): Promise<unknown> {
+    const body = await this.readBounded(res, limit, what);
     try {
-      return await body;
-    } catch (err) {
-      throw this.unavailable(`its answer broke off: ${describe(err)}`);
+      return JSON.parse(body.toString('utf8')) as unknown;
+    } catch {
+      throw this.unavailable(`its ${what} is not JSON`);
     }
   }
 
   private unavailable(reason: string): UpstreamUnavailableError {
-    this.logger.warn({ upstream: this.host, reason }, 'upstream registry unavailable');
+    this.logger.warn({ reason }, 'upstream registry unavailable');
     return new UpstreamUnavailableError(this.host, reason);
   }
 
@@ -205,7 +309,7 @@ export class Upstream {
       const fix = this.basic
         ? 'check proxy.username and proxy.password, and that the account may pull the repository'
         : 'the upstream needs credentials: set proxy.username and proxy.password';
-      this.logger.error({ upstream: this.host, status }, `the upstream registry refused the pull-through cache's request: ${fix}`);
+      this.logger.error({ status }, `the upstream registry refused the pull-through cache's request: ${fix}`);
     }
     return new UpstreamRefusedError(this.host, status, retryAfter);
   }

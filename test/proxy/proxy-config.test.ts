@@ -40,6 +40,14 @@ describe('proxy configuration', () => {
     assert.match(configProblems(() => withProxy({ remoteurl: 'https://r.example', username: 'me' }))[0], /proxy: set username with password \(or passwordfile\)/);
     assert.match(configProblems(() => withProxy({ remoteurl: 'ftp://r.example' }))[0], /^proxy\.remoteurl: expected the http\(s\) URL/);
   });
+
+  it('takes realmhosts and redirecthosts (host, host:port, *.domain), per upstream with upstreams, and refuses other forms', () => {
+    const hosts = { realmhosts: ['auth.example.com', '127.0.0.2'], redirecthosts: ['cdn.example.net:8443', '*.s3.amazonaws.com', '[::1]:9000'] };
+    assert.deepEqual(withProxy({ remoteurl: 'https://r.example', ...hosts }).proxy, { remoteurl: 'https://r.example', ...hosts });
+    assert.deepEqual(withProxy({ upstreams: [{ prefix: 'hub', remoteurl: 'https://h.example', ...hosts }] }).proxy?.upstreams?.[0], { prefix: 'hub', remoteurl: 'https://h.example', ...hosts });
+    assert.match(configProblems(() => withProxy({ remoteurl: 'https://r.example', realmhosts: ['https://auth.example.com/token'] }))[0], /^proxy\.realmhosts\.0: expected a host name, host:port or \*\.domain/);
+    assert.match(configProblems(() => withProxy({ upstreams: [{ prefix: 'hub', remoteurl: 'https://h.example' }], redirecthosts: ['cdn.example.net'] }))[0], /^proxy\.redirecthosts: with proxy\.upstreams, set redirecthosts on each upstream/);
+  });
 });
 
 describe('WWW-Authenticate challenges', () => {
