@@ -133,7 +133,7 @@ export class Client {
   // --- blobs -------------------------------------------------------------------------------
 
   private newLayer(): BlobRef {
-    const size = this.random.next() < 0.06 ? this.random.int(5 * MiB, 8 * MiB) : this.random.int(200, 64 * 1024);
+    const size = this.random.next() < 0.06 ? this.random.int(5 * MiB, 9 * MiB) : this.random.int(200, 64 * 1024);
     const blob = new PatternBlob(size, this.random.bigint());
     return { digest: blob.digest(), size, seed: blob.seed };
   }
@@ -354,11 +354,11 @@ export class Client {
     expect(await this.send('DELETE', `/v2/${repo}/blobs/${blob.digest}`), [202], 'DELETE blob');
   }
 
-  /** an upload given some bytes (a part of the multipart upload beyond 5 MiB) and left open, or cancelled */
+  /** an upload given some bytes (a part of the multipart upload beyond the 6 MiB chunk size) and left open, or cancelled */
   private async openUpload(): Promise<void> {
     const repo = this.random.pick(REPOSITORIES);
     const post = expect(await this.send('POST', `/v2/${repo}/blobs/uploads/`), [202], 'POST upload');
-    const size = this.random.next() < 0.5 ? 6 * MiB : this.random.int(1, 100_000);
+    const size = this.random.next() < 0.5 ? 7 * MiB : this.random.int(1, 100_000);
     const bytes = new PatternBlob(size, this.random.bigint()).bytes();
     const patch = expect(await this.send('PATCH', this.path(post.headers.get('location')!), bytes, { 'content-range': `0-${size - 1}` }), [202], 'PATCH');
     if (this.random.next() < 0.5) expect(await this.send('DELETE', this.path(patch.headers.get('location')!)), [204], 'DELETE upload');

@@ -116,7 +116,7 @@ export async function startCluster(instances = 3): Promise<SoakCluster> {
     ceph = await startCeph();
     redis = await startRedis();
     const bucket = await ceph.createBucket('soak');
-    const s3 = ceph.params(bucket, { rootdirectory: ROOT_DIRECTORY, chunksize: 5 * MiB });
+    const s3 = ceph.params(bucket, { rootdirectory: ROOT_DIRECTORY, chunksize: 6 * MiB });
     const config = instanceConfig(redis.addr);
     work = await mkdtemp(join(tmpdir(), 'berth-soak-'));
     const commandConfig = join(work, 'command.yml');
@@ -127,7 +127,11 @@ export async function startCluster(instances = 3): Promise<SoakCluster> {
     for (let i = 0; i < instances; i++) slots.push({ index: i, port: await freePort(), dead: [] });
     // one at a time: the first writes the shared state the others read, and the machine is small
     for (const slot of slots) await start(slot);
-    balancer = await startHaproxy(slots.map((s) => `http://127.0.0.1:${s.port}`));
+    // /readyz probes the store (2 s bound): HAProxy's check must not give up before it answers
+    balancer = await startHaproxy(
+      slots.map((s) => `http://127.0.0.1:${s.port}`),
+      { defaults: ['timeout check 5s'] },
+    );
     const cephDir = ceph.dir;
     return {
       url: balancer.url,

@@ -50,6 +50,8 @@ export interface SoakReport {
   multipartLeft: string[];
   purge: { code: number | null; output: string };
   verify: { code: number | null; output: string };
+  /** /readyz answers other than 200 (or slower than 2 s), asked of each instance directly every second: what HAProxy's health checks saw */
+  notReady: string[];
   /** error lines the instances logged (the first ones) */
   instanceErrors: string[];
 }
@@ -79,6 +81,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   log(`soak: seed ${options.seed}, ${options.seconds} s, ${options.clients} clients; starting Ceph, Redis, 3 berth instances (2 workers each), HAProxy`);
   const cluster: SoakCluster = await startCluster();
   const faults = new FaultInjector(cluster, new Random(random.int(0, 0xffffffff)));
+  const notReady: string[] = [];
   try {
     log(`soak: ready in ${((Date.now() - started) / 1000).toFixed(0)} s at ${cluster.url}`);
     const wire = new Wire(cluster.url);
@@ -98,7 +101,25 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           await sleep(250);
         }
       };
+      const readiness = async () => {
+        while (Date.now() < until) {
+          await Promise.all(
+            cluster.slots.filter((slot) => slot.process).map(async (slot) => {
+              const asked = slot.process!;
+              const start = Date.now();
+              const detail = await fetch(`http://127.0.0.1:${slot.port}/readyz`, { signal: AbortSignal.timeout(5000) }).then(
+                async (res) => (res.status === 200 ? '' : `${res.status} ${(await res.text()).slice(0, 200)}`),
+                (err: Error) => err.name,
+              );
+              const ms = Date.now() - start;
+              if ((detail || ms > 2000) && slot.process === asked && !asked.hasExited() && notReady.length < 200) notReady.push(`${at(start)} instance ${slot.index}: ${detail || 'ready'} after ${ms} ms`);
+            }),
+          );
+          await sleep(1000);
+        }
+      };
       await Promise.all([
+        readiness(),
         ...Array.from({ length: options.clients }, (_, i) => new Client(i, shared, new Random(random.int(0, 0xffffffff))).run(until)),
         faults.run(until, log),
         checking(),
@@ -168,6 +189,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       multipartLeft,
       purge: { code: purge.code, output: purge.output.slice(-2000) },
       verify: { code: verify.code, output: verify.output.slice(-6000) },
+      notReady,
       instanceErrors,
     };
   } finally {
@@ -203,6 +225,8 @@ export function formatReport(r: SoakReport): string {
     `berth verify: exit ${r.verify.code}: ${r.verify.output.trim().split('\n').at(-1)}`,
     ...(r.verify.code === 0 ? [] : r.verify.output.trim().split('\n').slice(-30, -1).map((l) => `  ${l}`)),
     `faults: ${r.faults.map((f) => `${at(f.start)} ${f.kind}${f.instance === undefined ? '' : ` ${f.instance}`} ${seconds(f.end - f.start)}`).join('; ')}`,
+    `/readyz not 200 or slower than 2 s: ${r.notReady.length}`,
+    ...r.notReady.slice(0, 20).map((l) => `  ${l}`),
     ...(r.instanceErrors.length ? [`instance error log lines (first ${r.instanceErrors.length}):`, ...r.instanceErrors.map((l) => `  ${l.slice(0, 400)}`)] : []),
   ];
   return lines.join('\n');
