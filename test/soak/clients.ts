@@ -133,7 +133,7 @@ export class Client {
   // --- blobs -------------------------------------------------------------------------------
 
   private newLayer(): BlobRef {
-    const size = this.random.next() < 0.06 ? this.random.int(5 * MiB, 9 * MiB) : this.random.int(200, 64 * 1024);
+    const size = this.random.next() < 0.03 ? this.random.int(5 * MiB, 9 * MiB) : this.random.int(200, 64 * 1024);
     const blob = new PatternBlob(size, this.random.bigint());
     return { digest: blob.digest(), size, seed: blob.seed };
   }

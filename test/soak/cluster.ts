@@ -113,7 +113,7 @@ export async function startCluster(instances = 3): Promise<SoakCluster> {
     if (work) await rm(work, { recursive: true, force: true });
   };
   try {
-    ceph = await startCeph();
+    ceph = await startCeph({ memstoreBytes: 8 * 1024 * MiB }); // a long run's layers and open uploads live in the OSD's RAM
     redis = await startRedis();
     const bucket = await ceph.createBucket('soak');
     const s3 = ceph.params(bucket, { rootdirectory: ROOT_DIRECTORY, chunksize: 6 * MiB });

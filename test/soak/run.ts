@@ -12,6 +12,13 @@ if (!(seconds > 0) || !(clients > 0) || !Number.isInteger(seed)) {
   console.error('soak: SOAK_SECONDS and SOAK_CLIENTS must be positive numbers, SOAK_SEED an integer');
   process.exit(2);
 }
+// exit (not death by the signal) runs the helpers' exit hooks: they stop Ceph and every server started
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`soak: ${signal}, stopping every server`);
+    process.exit(130);
+  });
+}
 const report = await runSoak({ seconds, clients, seed, log: (line) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`) });
 console.log(formatReport(report));
 process.exit(passed(report) ? 0 : 1);

@@ -223,6 +223,7 @@ export function formatReport(r: SoakReport): string {
     `multipart uploads left after berth uploads purge (exit ${r.purge.code}): ${r.multipartLeft.length}`,
     ...r.multipartLeft.slice(0, 10).map((k) => `  ${k}`),
     `berth verify: exit ${r.verify.code}: ${r.verify.output.trim().split('\n').at(-1)}`,
+    ...(r.verify.code === 0 ? [] : [`  of its findings, layer links naming a collected blob (left by the online collection): ${r.verify.output.split('\n').filter((l) => /layer link .* names a blob that is not stored/.test(l)).length}; others: ${r.verify.output.split('\n').filter((l) => /damaged:/.test(l) && !/layer link .* names a blob that is not stored/.test(l)).length}`]),
     ...(r.verify.code === 0 ? [] : r.verify.output.trim().split('\n').slice(-30, -1).map((l) => `  ${l}`)),
     `faults: ${r.faults.map((f) => `${at(f.start)} ${f.kind}${f.instance === undefined ? '' : ` ${f.instance}`} ${seconds(f.end - f.start)}`).join('; ')}`,
     `/readyz not 200 or slower than 2 s: ${r.notReady.length}`,
