@@ -49,7 +49,8 @@ export interface SoakReport {
   /** multipart uploads left in the bucket after `berth uploads purge` */
   multipartLeft: string[];
   purge: { code: number | null; output: string };
-  verify: { code: number | null; output: string };
+  /** `berth verify`: exit code, summary line, findings split into layer links naming a collected blob (the online collection leaves them) and the others */
+  verify: { code: number | null; summary: string; collectedBlobLinks: number; others: string[] };
   /** /readyz answers other than 200 (or slower than 2 s), asked of each instance directly every second: what HAProxy's health checks saw */
   notReady: string[];
   /** error lines the instances logged (the first ones) */
@@ -166,6 +167,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     log('soak: running berth verify');
     const verify = await berth(['verify', cluster.commandConfig]);
 
+    const findings = verify.output.split('\n').filter((l) => l.startsWith('damaged:'));
     const processes = cluster.slots.flatMap((s) => [...s.dead, ...(s.process ? [s.process] : [])]);
     const instanceErrors = processes.flatMap((p) => p.logs().split('\n').filter((l) => /"level":(50|60)|\berror\b/i.test(l))).slice(0, 30);
     return {
@@ -188,7 +190,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       unexpected: shared.unexpected,
       multipartLeft,
       purge: { code: purge.code, output: purge.output.slice(-2000) },
-      verify: { code: verify.code, output: verify.output.slice(-6000) },
+      verify: {
+        code: verify.code,
+        summary: verify.output.trim().split('\n').at(-1) ?? '',
+        collectedBlobLinks: findings.filter((l) => COLLECTED_BLOB_LINK.test(l)).length,
+        others: findings.filter((l) => !COLLECTED_BLOB_LINK.test(l)),
+      },
       notReady,
       instanceErrors,
     };
@@ -197,6 +204,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await cluster.stop();
   }
 }
+
+const COLLECTED_BLOB_LINK = /layer link .* names a blob that is not stored/;
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const at = (ms: number) => new Date(ms).toISOString().slice(11, 23);
@@ -222,9 +231,9 @@ export function formatReport(r: SoakReport): string {
     ...r.unexpected.slice(0, 20).map((u) => `  ${u}`),
     `multipart uploads left after berth uploads purge (exit ${r.purge.code}): ${r.multipartLeft.length}`,
     ...r.multipartLeft.slice(0, 10).map((k) => `  ${k}`),
-    `berth verify: exit ${r.verify.code}: ${r.verify.output.trim().split('\n').at(-1)}`,
-    ...(r.verify.code === 0 ? [] : [`  of its findings, layer links naming a collected blob (left by the online collection): ${r.verify.output.split('\n').filter((l) => /layer link .* names a blob that is not stored/.test(l)).length}; others: ${r.verify.output.split('\n').filter((l) => /damaged:/.test(l) && !/layer link .* names a blob that is not stored/.test(l)).length}`]),
-    ...(r.verify.code === 0 ? [] : r.verify.output.trim().split('\n').slice(-30, -1).map((l) => `  ${l}`)),
+    `berth verify: exit ${r.verify.code}: ${r.verify.summary}`,
+    ...(r.verify.code === 0 ? [] : [`  findings: ${r.verify.collectedBlobLinks} layer links naming a blob the online collection removed; ${r.verify.others.length} others`]),
+    ...r.verify.others.slice(0, 30).map((l) => `  ${l}`),
     `faults: ${r.faults.map((f) => `${at(f.start)} ${f.kind}${f.instance === undefined ? '' : ` ${f.instance}`} ${seconds(f.end - f.start)}`).join('; ')}`,
     `/readyz not 200 or slower than 2 s: ${r.notReady.length}`,
     ...r.notReady.slice(0, 20).map((l) => `  ${l}`),
