@@ -1,6 +1,6 @@
 /**
  * The bounded soak of `npm test` (issue 26): the run of `npm run soak` (soak.ts) for
- * SOAK_TEST_SECONDS (default 75) of load: three berth instances with two workers each behind
+ * SOAK_TEST_SECONDS (default 60) of load: three berth instances with two workers each behind
  * HAProxy on Ceph with Redis, online GC and retention, clients pushing, pulling and deleting while
  * instances are killed and radosgw is paused. Nothing acknowledged is lost, no 5xx outside the
  * store's pauses, no multipart upload after a purge, `berth verify` clean.
@@ -11,7 +11,7 @@ import { CEPH_TOOLS } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 import { formatReport, runSoak } from './soak.js';
 
-const seconds = Number(process.env.SOAK_TEST_SECONDS ?? 75);
+const seconds = Number(process.env.SOAK_TEST_SECONDS ?? 60);
 
 describe('soak (bounded): instances killed and the store paused under load', needTools([...CEPH_TOOLS, 'haproxy', 'redis-server'], 'the soak'), () => {
   it(`${seconds} s of pushes, pulls and deletes lose nothing acknowledged`, { timeout: seconds * 1000 + 170_000 }, async (t) => {
