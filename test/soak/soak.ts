@@ -92,7 +92,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const until = Date.now() + options.seconds * 1000;
     const operations = () => [...shared.ops.values()].reduce((n, c) => n + c.ok + c.interrupted + c.failed, 0);
     const progress = setInterval(() => {
-      log(`soak: ${Math.round((until - Date.now()) / 1000)} s left: ${operations()} operations, ${shared.acknowledged.count} acknowledged pushes, ${faults.faults.length} faults, ${checker.checks} checks, lost ${checker.losses.size}`);
+      log(`soak: ${Math.max(0, Math.round((until - Date.now()) / 1000))} s left: ${operations()} operations, ${shared.acknowledged.count} acknowledged pushes, ${faults.faults.length} faults, ${checker.checks} checks, lost ${checker.losses.size}`);
     }, 30_000);
     try {
       const checking = async () => {
