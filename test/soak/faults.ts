@@ -80,7 +80,15 @@ export class FaultInjector {
     slot.dead.push(victim);
     slot.process = undefined;
     await sleep(this.random.int(500, 3000));
-    await this.cluster.start(slot);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.cluster.start(slot);
+        break;
+      } catch (err) {
+        if (attempt === 3) throw err;
+        log(`fault: instance ${slot.index} did not start again (attempt ${attempt}): ${(err as Error).message.split('\n')[0]}`);
+      }
+    }
     this.finish(fault);
     log(`fault: instance ${slot.index} killed (SIGKILL to ${pids.join(', ')}), serving again after ${((fault.end - fault.start) / 1000).toFixed(1)} s`);
   }
