@@ -35,8 +35,8 @@ const errorCode = (reply: Reply) => /"code"\s*:\s*"([A-Z_]+)"/.exec(reply.body.t
 export class Checker {
   readonly losses = new Map<string, Loss>();
   checks = 0;
-  /** acknowledged manifests found gone that the policy (or a client's delete) may have removed */
-  removed = 0;
+  /** live manifests (repo@digest) and tags (repo:tag) found gone that the retention policy may have removed */
+  readonly removed = new Set<string>();
 
   constructor(
     private readonly wire: Wire,
@@ -49,7 +49,7 @@ export class Checker {
     const missing = async (what: string, reply: Reply): Promise<Verdict> => {
       if (rec.version !== version) return 'inconclusive';
       if (!this.ledger.protectedAt(rec, reply.end)) {
-        this.removed++;
+        this.removed.add(`${rec.repo}@${rec.digest}`);
         return 'removed';
       }
       this.lost(rec, what, reply);
@@ -91,7 +91,7 @@ export class Checker {
       const digest = reply.headers.get('docker-content-digest');
       if (reply.status === 200 && digest === tag.digest) return 'ok';
       if (rec?.version !== version || !this.ledger.tagProtected(tag, reply.end)) {
-        this.removed++;
+        this.removed.add(`${tag.repo}:${tag.tag}`);
         return 'removed';
       }
       const k = `${tag.repo}:${tag.tag}`;

@@ -36,7 +36,7 @@ export interface SoakReport {
   acknowledged: number;
   faults: Fault[];
   checks: number;
-  /** acknowledged manifests found gone that a client's delete or the policy may have removed */
+  /** manifests and tags found gone that the retention policy may have removed */
   removed: number;
   lost: Loss[];
   finalCheck: { manifests: number; tags: number; inconclusive: number };
@@ -180,7 +180,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       acknowledged: shared.acknowledged.count,
       faults: faults.faults,
       checks: checker.checks,
-      removed: checker.removed,
+      removed: checker.removed.size,
       lost: [...checker.losses.values()],
       finalCheck: { manifests, tags, inconclusive },
       serverErrors: wire.serverErrors.length,
@@ -221,7 +221,7 @@ export function formatReport(r: SoakReport): string {
     `faults injected: ${r.faults.length} (instances killed with SIGKILL: ${counts['instance-kill']}, workers killed: ${counts['worker-kill']}, radosgw paused: ${counts['store-pause']}, ${seconds(r.faults.filter((f) => f.kind === 'store-pause').reduce((n, f) => n + f.end - f.start, 0))} in all)`,
     `lost: ${r.lost.length}`,
     ...r.lost.slice(0, 30).map((l) => `  LOST ${l.repo}${l.tag ? `:${l.tag}` : ''}@${l.digest}: ${l.what}; last acknowledged push ${seconds(l.age)} earlier; at ${l.at}${l.servedBy ? ` from ${l.servedBy}` : ''}`),
-    `removed by a client's delete or the retention policy (allowed): ${r.removed}`,
+    `manifests and tags found removed by the retention policy (allowed): ${r.removed}`,
     `final check: ${r.finalCheck.manifests} manifests, ${r.finalCheck.tags} tags, ${r.finalCheck.inconclusive} inconclusive`,
     `5xx: ${r.serverErrors} (${r.unexplainedServerErrors.length} outside the store's pauses)`,
     ...r.unexplainedServerErrors.slice(0, 20).map((e) => `  5xx ${at(e.start)}-${at(e.end)} ${e.method} ${e.path}: ${e.status} from ${e.servedBy ?? 'haproxy'}: ${e.detail}`),
