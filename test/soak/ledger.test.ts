@@ -43,6 +43,10 @@ describe('soak ledger: what the registry must still serve', () => {
     // a new push of the tag starts its time again
     push(ledger, 'ret/a', 'sha256:a', T, { tag: 'c0-1' });
     assert.equal(ledger.protectedAt(young, 2 * T - SLACK_MS - 1), true);
+    // and so does a push of its manifest under another tag: the tag's time is its manifest's
+    push(ledger, 'ret/a', 'sha256:a', 2 * T, { tag: 'c0-3' });
+    assert.equal(ledger.tagProtected(ledger.tags.get('ret/a@c0-1')!, 3 * T - SLACK_MS - 1), true);
+    assert.equal(ledger.tagProtected(ledger.tags.get('ret/a@c0-1')!, 3 * T), false);
   });
 
   it("under the policy, an index's children and the referrers of reached manifests follow the tag; a moved tag leaves its old manifest to untaggedolderthan", () => {

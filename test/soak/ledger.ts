@@ -6,7 +6,8 @@
  * protectedAt() says whether the registry must still serve a manifest: every acknowledged manifest
  * no client deleted, except what the retention policy of the `ret/**` repositories may remove
  * (cluster.ts RETENTION), modelled exactly as docs/configuration.md states the rules:
- * - a tag stays while it matches keep.tags or its manifest was pushed at most `tagsolderthan` ago;
+ * - a tag stays while it matches keep.tags or its manifest was last pushed (under any tag or by
+ *   digest) at most `tagsolderthan` ago;
  * - a manifest stays while it was pushed at most `untaggedolderthan` ago or a staying tag reaches
  *   it (through an index's children and the referrers of a reached manifest).
  * Times are the client's request starts, which the registry's push times can only follow; SLACK_MS
@@ -91,9 +92,11 @@ export class Ledger {
 
   /** whether the tag must still name its manifest at `now` */
   tagProtected(tag: TagRecord, now: number): boolean {
-    if (!tag.live || !this.get(tag.repo, tag.digest)?.live) return false;
+    const rec = this.get(tag.repo, tag.digest);
+    if (!tag.live || !rec?.live) return false;
     if (!underPolicy(tag.repo)) return true;
-    return RETENTION.keepTag.test(tag.tag) || now - tag.lastPush < RETENTION.tagsOlderThanMs - SLACK_MS;
+    // a tag's push time is the last push of the manifest it names (by any tag or by digest)
+    return RETENTION.keepTag.test(tag.tag) || now - rec.lastPush < RETENTION.tagsOlderThanMs - SLACK_MS;
   }
 
   /** whether the registry must still serve the manifest at `now` (see the comment at the top) */
