@@ -42,6 +42,8 @@ export interface BerthProcessOptions {
   startTimeoutMs?: number;
   /** what GET /v2/ answers once the server is up (401 with authentication; default 200) */
   readyStatus?: number;
+  /** listen on this port (a restart behind a load balancer keeps its address); default a free one */
+  port?: number;
 }
 
 export interface ExitStatus {
@@ -109,7 +111,7 @@ export async function startBerthProcess(options: BerthProcessOptions = {}): Prom
   // freePort() races with other processes until the child binds: retry on "address in use"
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     const base: Overrides = {
       version: '0.1',
       log: { level: 'warn', accesslog: { disabled: true } },

@@ -19,8 +19,13 @@ export interface Balancer {
   stop(): Promise<void>;
 }
 
+export interface HaproxyOptions {
+  /** more lines for the `defaults` section (e.g. `timeout check 5s` where instances answer slowly under load) */
+  defaults?: string[];
+}
+
 /** haproxy.cfg for `backends` (base URLs such as http://127.0.0.1:5000), listening on `port` */
-export function haproxyConfig(port: number, backends: string[]): string {
+export function haproxyConfig(port: number, backends: string[], options: HaproxyOptions = {}): string {
   const servers = backends.map((url, i) => `  server berth${i} ${new URL(url).host} check inter 500ms fall 2 rise 2`);
   return [
     'global',
@@ -35,6 +40,7 @@ export function haproxyConfig(port: number, backends: string[]): string {
     '  retries 3',
     '  retry-on conn-failure empty-response junk-response',
     '  option redispatch 1',
+    ...(options.defaults ?? []).map((line) => `  ${line}`),
     'frontend registry',
     `  bind 127.0.0.1:${port}`,
     '  default_backend berth',
@@ -48,13 +54,13 @@ export function haproxyConfig(port: number, backends: string[]): string {
   ].join('\n');
 }
 
-export async function startHaproxy(backends: string[]): Promise<Balancer> {
+export async function startHaproxy(backends: string[], options: HaproxyOptions = {}): Promise<Balancer> {
   assertTool('haproxy', 'the tests of several berth instances behind a load balancer');
   const dir = await mkdtemp(join(tmpdir(), 'berth-haproxy-'));
   const cfg = join(dir, 'haproxy.cfg');
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
-    await writeFile(cfg, haproxyConfig(port, backends));
+    await writeFile(cfg, haproxyConfig(port, backends, options));
     const proc = await spawnLogged('haproxy', ['-db', '-f', cfg], { label: `haproxy:${port}` });
     const url = `http://127.0.0.1:${port}`;
     try {
