@@ -80,12 +80,17 @@ export interface TagPage {
   sortedAmong?: number;
 }
 
-/** the image config fields the manifest page shows */
+/**
+ * the image config fields the manifest page shows, as stored: a config is any JSON object the
+ * registry accepted, so each field has whatever shape it was pushed with (the page checks them)
+ */
 export interface ImageConfig {
-  created?: string;
-  author?: string;
-  config?: { Entrypoint?: string[]; Cmd?: string[]; Env?: string[]; WorkingDir?: string; User?: string; Labels?: Record<string, string>; ExposedPorts?: Record<string, unknown> };
-  history?: { created?: string; created_by?: string; empty_layer?: boolean; comment?: string }[];
+  created?: unknown;
+  author?: unknown;
+  /** in the specification: Entrypoint, Cmd, Env (string arrays), WorkingDir, User, Labels (object of strings), ExposedPorts (object) */
+  config?: unknown;
+  /** in the specification: an array of { created, created_by, empty_layer, comment } */
+  history?: unknown;
 }
 
 /** GET /ui/api/repositories/<name>/manifests/<reference> */
