@@ -49,7 +49,9 @@ export async function summarize(content: ContentSource, name: string, stored: { 
   const size = parts.every((p) => typeof p.size === 'number') ? parts.reduce((a, p) => a + p.size!, 0) : undefined;
   const config = await readConfig(content, name, doc);
   const platform = platformName(config);
-  const created = typeof config?.created === 'string' ? config.created : undefined;
+  // an artifact's config is mostly `{}`: its manifest's annotation says when it was made (oras writes it)
+  const annotated = doc.annotations?.['org.opencontainers.image.created'];
+  const created = typeof config?.created === 'string' ? config.created : typeof annotated === 'string' ? annotated : undefined;
   return { ...base, size, platforms: platform ? [platform] : [], created };
 }
 

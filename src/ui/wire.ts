@@ -9,6 +9,8 @@ export interface PageSettings {
   prefix: string;
   /** http.host's host[:port] for pull commands; undefined: the address bar's */
   host?: string;
+  /** http.host names plain HTTP (the pull commands then carry the clients' insecure switch); undefined: the address bar's scheme says */
+  plainHTTP?: boolean;
   auth: 'none' | 'htpasswd' | 'token';
   deletes: boolean;
   readOnly: boolean;
@@ -45,7 +47,7 @@ export interface Summary {
   size?: number;
   /** os/architecture[/variant] of the image, or of each child of an index */
   platforms: string[];
-  /** the image config's `created` (an index: its newest child's) */
+  /** the image config's `created`, else the manifest's `org.opencontainers.image.created` annotation (an artifact's); an index: its newest child's */
   created?: string;
   artifactType?: string;
 }
@@ -110,6 +112,11 @@ export interface ManifestDetail {
   pushed?: string;
   /** the caller's grant allows deleting it (with token auth only what the token holds: pull) */
   mayDelete: boolean;
+}
+
+/** GET /ui/api/session: who the registry takes the caller for (none: anonymous, or no valid credentials) */
+export interface Session {
+  user?: string;
 }
 
 /** GET /ui/api/registry */

@@ -7,7 +7,7 @@ import { useRef, useState } from 'preact/hooks';
 import { APIError, errorOf, getJSON, request } from '../api';
 import { Copyable, Digest, formatSize, kindOf, Link, Problem, Status, Time, useLoad } from '../components';
 import { href, manifestHref, navigate, repositoryHref } from '../router';
-import { registryHost, settings } from '../settings';
+import { plainHTTP, registryHost, settings } from '../settings';
 import { isRecord, isSize, isText, isTexts, Raw, Text } from '../shape';
 import type { Descriptor, ImageConfig, ManifestDetail as Detail, Summary, Unreadable } from '../../wire';
 
@@ -62,7 +62,11 @@ function Details({ detail: d, reference }: { detail: Detail; reference: string }
           </>
         )}
       </dl>
-      <PullCommands name={d.name} reference={reference} digest={d.digest} />
+      {kind === 'artifact' ? (
+        <ArtifactCommands name={d.name} reference={reference} digest={d.digest} subject={isText(d.manifest.subject?.digest) ? d.manifest.subject.digest : undefined} signature={isText(artifactType) && /cosign|sigstore/.test(artifactType)} />
+      ) : (
+        <PullCommands name={d.name} reference={reference} digest={d.digest} />
+      )}
       {d.children && <Platforms name={d.name} children={d.children} />}
       {Array.isArray(d.manifest.layers) && <Layers layers={d.manifest.layers} config={d.manifest.config} />}
       {d.config && <Config config={d.config} />}
@@ -77,21 +81,62 @@ function Details({ detail: d, reference }: { detail: Detail; reference: string }
   );
 }
 
-function PullCommands({ name, reference, digest }: { name: string; reference: string; digest: string }) {
+/** the references of the manifest: by tag (when the page names one) and by digest */
+function references(name: string, reference: string, digest: string): string[] {
   const host = registryHost();
-  const refs = [...(isDigestRef(reference) ? [] : [`${host}/${name}:${reference}`]), `${host}/${name}@${digest}`];
+  return [...(isDigestRef(reference) ? [] : [`${host}/${name}:${reference}`]), `${host}/${name}@${digest}`];
+}
+
+/** `flag ` when the registry is reached over plain HTTP, for the clients that need a switch for it */
+const onPlainHTTP = (flag: string) => (plainHTTP() ? `${flag} ` : '');
+
+function PullCommands({ name, reference, digest }: { name: string; reference: string; digest: string }) {
+  const refs = references(name, reference, digest);
   return (
     <section aria-labelledby="pull">
       <h2 id="pull">Pull</h2>
+      {plainHTTP() && (
+        <p class="muted" id="plain-http">
+          This registry is reached over plain HTTP: podman, skopeo and crane carry their switch for it; docker pulls over HTTP only from a host in its daemon's <code>insecure-registries</code> (daemon.json; 127.0.0.0/8 always).
+        </p>
+      )}
       {refs.map((ref, i) => (
         <div class="commands" key={ref}>
           <h3>{i === 0 && refs.length > 1 ? 'By tag' : 'By digest'}</h3>
           <Copyable label={`docker-${i}`} text={`docker pull ${ref}`} />
-          <Copyable label={`podman-${i}`} text={`podman pull ${ref}`} />
-          <Copyable label={`skopeo-${i}`} text={`skopeo copy docker://${ref} oci:${name.split('/').pop()}`} />
-          <Copyable label={`crane-${i}`} text={`crane pull ${ref} ${name.split('/').pop()}.tar`} />
+          <Copyable label={`podman-${i}`} text={`podman pull ${onPlainHTTP('--tls-verify=false')}${ref}`} />
+          <Copyable label={`skopeo-${i}`} text={`skopeo copy ${onPlainHTTP('--src-tls-verify=false')}docker://${ref} oci:${name.split('/').pop()}`} />
+          <Copyable label={`crane-${i}`} text={`crane pull ${onPlainHTTP('--insecure')}${ref} ${name.split('/').pop()}.tar`} />
         </div>
       ))}
+    </section>
+  );
+}
+
+/** an artifact (signature, SBOM, attestation, ...) is fetched with oras, and what refers to an image is listed by oras and cosign */
+function ArtifactCommands({ name, reference, digest, subject, signature }: { name: string; reference: string; digest: string; subject?: string; signature: boolean }) {
+  const refs = references(name, reference, digest);
+  const oras = onPlainHTTP('--plain-http');
+  const cosign = onPlainHTTP('--allow-http-registry');
+  const image = subject && `${registryHost()}/${name}@${subject}`;
+  return (
+    <section aria-labelledby="pull">
+      <h2 id="pull">Fetch</h2>
+      {refs.map((ref, i) => (
+        <div class="commands" key={ref}>
+          <h3>{i === 0 && refs.length > 1 ? 'By tag' : 'By digest'}</h3>
+          <Copyable label={`oras-pull-${i}`} text={`oras pull ${oras}${ref}`} />
+          <Copyable label={`oras-manifest-${i}`} text={`oras manifest fetch ${oras}${ref}`} />
+        </div>
+      ))}
+      {image && (
+        <div class="commands">
+          <h3>The image it refers to</h3>
+          <Copyable label="oras-discover" text={`oras discover ${oras}${image}`} />
+          <Copyable label="cosign-tree" text={`cosign tree ${cosign}${image}`} />
+          {signature && <Copyable label="cosign-verify" text={`cosign verify ${cosign}--key cosign.pub ${image}`} />}
+        </div>
+      )}
     </section>
   );
 }
