@@ -5,7 +5,8 @@
  * references nobody can repair are left. On the filesystem and on S3 (Ceph).
  * Leftovers berth documents (an upload's layer link written before its blob's move, the `_layers`
  * links online garbage collection leaves) are reported as leftovers, not damage (exit 0), and
- * `--fix` removes those it can remove safely.
+ * `--fix` removes those it can remove safely. Each both as a planted storage state and by the real
+ * sequence (an online collection; an upload's completion stopped at its move).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -18,10 +19,15 @@ import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import type { Digest } from '../../src/registry/digest.js';
 import * as layout from '../../src/registry/layout.js';
+import { pino } from 'pino';
+import { createApp } from '../../src/app.js';
+import { validateConfig } from '../../src/config/load.js';
 import { collectOnline } from '../../src/registry/gc/online.js';
 import { writeLink } from '../../src/registry/links.js';
 import { LEFTOVER_AGE_MS, verify as verifyCore } from '../../src/registry/verify/index.js';
 import { unlessMissing } from '../../src/storage/driver.js';
+import { FilesystemDriver } from '../../src/storage/filesystem.js';
+import { ForwardingDriver } from '../../src/storage/forwarding.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { stopSharedCeph } from '../helpers/ceph.js';
 import { pushBlob, randomBlob } from '../helpers/blobs.js';
@@ -229,5 +235,43 @@ describe('berth verify after online garbage collection (filesystem)', () => {
     assert.match(clean.stdout, /checked: no damage found\n/);
     assert.equal(clean.code, 0);
     assert.ok(await unlessMissing(d.stat(layout.blobData(kept.blobs[1].digest as Digest))));
+  });
+});
+
+describe('berth verify after an upload cut between its link and its move (filesystem)', () => {
+  it('the real completion, stopped where a kill -9 falls: a leftover (exit 0), and the retried upload is whole', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'berth-verify-kill-'));
+    const config = join(root, 'config.yml');
+    const storage = { filesystem: { rootdirectory: join(root, 'data') } };
+    await writeFile(config, stringify({ version: '0.1', log: { level: 'error' }, storage }));
+    // the process "dies" at its first move into blobs/: that request fails, nothing after it runs
+    let killed = false;
+    const dying = new (class extends ForwardingDriver {
+      override async move(from: string, to: string): Promise<void> {
+        if (!killed && to.startsWith(layout.BLOBS)) {
+          killed = true;
+          throw new Error('killed between the link and the move');
+        }
+        return super.move(from, to);
+      }
+    })(new FilesystemDriver({ rootdirectory: join(root, 'data') }));
+    const app = await createApp(validateConfig({ version: '0.1', storage, http: { addr: '127.0.0.1:0', secret: 's' } }, 'test'), { logger: pino({ level: 'silent' }), driver: dying });
+    try {
+      const url = await app.listen({ host: '127.0.0.1', port: 0 });
+      const blob = randomBlob(1000);
+      assert.equal((await pushBlob(url, 'app/cut', blob.data, blob.digest)).status, 500);
+      assert.ok(killed);
+      const found = await runVerify(config);
+      assert.equal(found.code, 0, found.stdout);
+      assert.ok(found.stdout.includes(`leftover: app/cut: layer link ${blob.digest}, used by no manifest, names a blob that is not stored`), found.stdout);
+      // the client pushes again; then nothing is left over
+      assert.equal((await pushBlob(url, 'app/cut', blob.data, blob.digest)).status, 201);
+      const after = await runVerify(config);
+      assert.equal(after.code, 0, after.stdout);
+      assert.match(after.stdout, /checked: no damage found\n/);
+    } finally {
+      await app.close();
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
