@@ -65,6 +65,21 @@ describe('web interface: any JSON the registry accepted', needBrowser(), () => {
     await registry?.stop();
   });
 
+  it('what the API refuses never reaches a page: a null platform, annotations that are no strings, a size that is a string', async () => {
+    const child = { mediaType: OCI_MANIFEST, digest: `sha256:${'a'.repeat(64)}`, size: 10 };
+    const layer = { mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: `sha256:${'b'.repeat(64)}`, size: 1 };
+    const config = { mediaType: OCI_CONFIG, digest: `sha256:${'c'.repeat(64)}`, size: 2 };
+    for (const doc of [
+      { schemaVersion: 2, mediaType: 'application/vnd.oci.image.index.v1+json', manifests: [{ ...child, platform: null }] },
+      { schemaVersion: 2, mediaType: OCI_MANIFEST, config, layers: [layer], annotations: { count: 3 } },
+      { schemaVersion: 2, mediaType: OCI_MANIFEST, config, layers: [{ ...layer, size: '1' }] },
+    ]) {
+      const res = await putManifest(registry.url, 'odd/refused', 'v1', Buffer.from(JSON.stringify(doc)), doc.mediaType);
+      assert.equal(res.status, 400, JSON.stringify(doc));
+      assert.equal(((await res.json()) as { errors: { code: string }[] }).errors[0].code, 'MANIFEST_INVALID');
+    }
+  });
+
   it('the tag list renders every odd image', async () => {
     const { page, problems } = await openPage(browser);
     await page.goto(`${registry.url}/ui/repositories/odd/app`);
