@@ -77,11 +77,16 @@ export async function verify(driver: StorageDriver, options: VerifyOptions): Pro
     options.report(`damaged: ${line}; moved aside`);
   };
 
-  /** a layer link no manifest uses, whose blob is not stored: reported; with fix deleted when that cannot take anything from anyone */
-  const leftoverLink = async (name: string, digest: Digest) => {
-    summary.leftovers++;
+  /**
+   * a layer link whose blob is not stored: damage when a manifest uses it (never moved aside while
+   * the collector has the blob in its trash: a request through the link takes it back); otherwise
+   * a leftover, deleted with fix when that cannot take anything from anyone
+   */
+  const missingLayer = async (name: string, digest: Digest, used: boolean) => {
     const link = layout.layerLink(name, digest);
     const trashed = (await unlessMissing(driver.stat(layout.gcTrashData(digest)))) !== undefined;
+    if (used) return damage(`${name}: layer link ${digest} names a blob that is not stored${trashed ? ' (it is in the collector\'s trash)' : ''}`, trashed ? undefined : link);
+    summary.leftovers++;
     const line = trashed
       ? `leftover: ${name}: layer link ${digest}, used by no manifest: online garbage collection moved its blob to the trash and leaves links`
       : `leftover: ${name}: layer link ${digest}, used by no manifest, names a blob that is not stored: an upload links before it moves the blob, or garbage collection left it`;
@@ -113,11 +118,9 @@ export async function verify(driver: StorageDriver, options: VerifyOptions): Pro
     const graph = await readGraph(driver, name);
     const used = new Set([...graph.manifests.values()].flatMap((node) => node.blobs));
     for (const digest of (await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm))).digests) {
-      const link = layout.layerLink(name, digest);
       // a directory without its link file (left by a move aside) links nothing
-      if ((await readLink(driver, link)) === undefined || (await stored(digest))) continue;
-      if (used.has(digest)) await damage(`${name}: layer link ${digest} names a blob that is not stored`, link);
-      else await leftoverLink(name, digest);
+      if ((await readLink(driver, layout.layerLink(name, digest))) === undefined || (await stored(digest))) continue;
+      await missingLayer(name, digest, used.has(digest));
     }
     for (const node of graph.manifests.values()) {
       const { digest } = node;
