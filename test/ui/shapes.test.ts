@@ -106,6 +106,7 @@ describe('web interface: any JSON the registry accepted', needBrowser(), () => {
     assert.match(text, /Labels\s+\["x","y"\]/);
     assert.match(text, /History\s+\{"steps":3\}/);
     assert.ok((await config.locator('code.raw').count()) >= 8);
+    assert.match(await page.locator('dl.facts').first().innerText(), /Created\s+1700000000/);
     assert.deepEqual(problems, []);
   });
 

@@ -50,7 +50,8 @@ function Details({ detail: d, reference }: { detail: Detail; reference: string }
         <dt>Platforms</dt>
         <dd>{d.summary.platforms.join(', ') || '–'}</dd>
         <dt>Created</dt>
-        <dd><Time at={d.summary.created} /></dd>
+        {/* the summary's is a string; a config's `created` of another shape is shown raw */}
+        <dd><Time at={d.summary.created ?? d.config?.created} /></dd>
         <dt>Pushed</dt>
         <dd><Time at={d.pushed} /></dd>
         <dt>Tags</dt>
