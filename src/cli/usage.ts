@@ -14,7 +14,8 @@ export const COMMANDS: Record<string, string> = {
     storage.maintenance.retention.policies (tags and untagged manifests, with delete events)`,
   verify: `berth verify [--repository NAME] [--fix] CONFIG.yml
     check that every blob hashes to its name and every link and manifest reference exists; exit 1
-    on damage. --fix moves what is provably broken aside (to _berth/verify/quarantine/)`,
+    on damage (leftovers berth leaves on purpose are reported, not counted). --fix moves what is
+    provably broken aside (to _berth/verify/quarantine/) and removes old leftover links`,
   uploads: `berth uploads purge [--older-than DURATION] [--dry-run] CONFIG.yml
     delete the uploads started longer ago than DURATION (default: storage.maintenance.uploadpurging.age)`,
 };

@@ -29,6 +29,7 @@ export const uiFeature: Feature<UIConfig> = {
     const settings = {
       prefix: normalisePrefix(config.http.prefix),
       host: config.http.host ? new URL(config.http.host).host : undefined,
+      plainHTTP: config.http.host ? new URL(config.http.host).protocol === 'http:' : undefined,
       auth: config.auth?.token ? ('token' as const) : config.auth?.htpasswd ? ('htpasswd' as const) : ('none' as const),
       deletes: config.storage.delete.enabled,
       readOnly: config.storage.maintenance.readonly.enabled,

@@ -20,6 +20,7 @@ import { checkRepositoryName, checkTag } from '../registry/names.js';
 import { mapLimited } from '../registry/pool.js';
 import { visiblePage, type VisiblePage } from '../registry/visible-catalog.js';
 import type { StorageDriver } from '../storage/driver.js';
+import { session } from './session.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
 import { parseFrom, parseSort, summaryCache, tagPage, type SummaryCache, type TagSource } from './tag-list.js';
 import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, TagPage } from './wire.js';
@@ -57,6 +58,7 @@ const ROUTES: [RegExp, (m: RegExpExecArray, req: FastifyRequest, services: Servi
   [/^\/ui\/api\/repositories\/(.+)\/tags\/list$/, (m, req, services, state) => tags(req, services, state, checkRepositoryName(m[1]))],
   [/^\/ui\/api\/repositories\/(.+)\/manifests\/([^/]+)$/, (m, req, services, state) => manifest(req, services, state, checkRepositoryName(m[1]), m[2])],
   [/^\/ui\/api\/registry$/, (_m, req, services, state) => registry(req, services, state)],
+  [/^\/ui\/api\/session$/, (_m, req, services) => session(req, services)],
 ];
 
 export async function serveAPI(req: FastifyRequest, reply: FastifyReply, path: string, services: Services, state: RegistryState): Promise<unknown> {

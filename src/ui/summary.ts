@@ -16,9 +16,11 @@ export const CONFIG_LIMIT = 1024 * 1024;
 
 export const isIndex = (doc: ManifestDoc): boolean => Array.isArray(doc.manifests);
 
-export function platformName(p: { os?: string; architecture?: string; variant?: string } | undefined): string | undefined {
+/** os/architecture[/variant]; a part that is not a string (an image config is any JSON) as its JSON */
+export function platformName(p: { os?: unknown; architecture?: unknown; variant?: unknown } | null | undefined): string | undefined {
   if (!p?.os && !p?.architecture) return undefined;
-  return [p.os ?? '?', p.architecture ?? '?', ...(p.variant ? [p.variant] : [])].join('/');
+  const part = (value: unknown) => (value === undefined || value === null ? '?' : typeof value === 'string' ? value : JSON.stringify(value));
+  return [part(p.os), part(p.architecture), ...(p.variant ? [part(p.variant)] : [])].join('/');
 }
 
 export function parseManifest(content: Buffer): ManifestDoc {
@@ -46,8 +48,10 @@ export async function summarize(content: ContentSource, name: string, stored: { 
   const parts = [...(doc.config ? [doc.config] : []), ...(doc.layers ?? [])];
   const size = parts.every((p) => typeof p.size === 'number') ? parts.reduce((a, p) => a + p.size!, 0) : undefined;
   const config = await readConfig(content, name, doc);
-  const platform = platformName(config as { os?: string; architecture?: string; variant?: string } | undefined);
-  const created = typeof config?.created === 'string' ? config.created : undefined;
+  const platform = platformName(config);
+  // an artifact's config is mostly `{}`: its manifest's annotation says when it was made (oras writes it)
+  const annotated = doc.annotations?.['org.opencontainers.image.created'];
+  const created = typeof config?.created === 'string' ? config.created : typeof annotated === 'string' ? annotated : undefined;
   return { ...base, size, platforms: platform ? [platform] : [], created };
 }
 

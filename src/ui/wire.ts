@@ -9,6 +9,8 @@ export interface PageSettings {
   prefix: string;
   /** http.host's host[:port] for pull commands; undefined: the address bar's */
   host?: string;
+  /** http.host names plain HTTP (the pull commands then carry the clients' insecure switch); undefined: the address bar's scheme says */
+  plainHTTP?: boolean;
   auth: 'none' | 'htpasswd' | 'token';
   deletes: boolean;
   readOnly: boolean;
@@ -45,7 +47,7 @@ export interface Summary {
   size?: number;
   /** os/architecture[/variant] of the image, or of each child of an index */
   platforms: string[];
-  /** the image config's `created` (an index: its newest child's) */
+  /** the image config's `created`, else the manifest's `org.opencontainers.image.created` annotation (an artifact's); an index: its newest child's */
   created?: string;
   artifactType?: string;
 }
@@ -80,12 +82,17 @@ export interface TagPage {
   sortedAmong?: number;
 }
 
-/** the image config fields the manifest page shows */
+/**
+ * the image config fields the manifest page shows, as stored: a config is any JSON object the
+ * registry accepted, so each field has whatever shape it was pushed with (the page checks them)
+ */
 export interface ImageConfig {
-  created?: string;
-  author?: string;
-  config?: { Entrypoint?: string[]; Cmd?: string[]; Env?: string[]; WorkingDir?: string; User?: string; Labels?: Record<string, string>; ExposedPorts?: Record<string, unknown> };
-  history?: { created?: string; created_by?: string; empty_layer?: boolean; comment?: string }[];
+  created?: unknown;
+  author?: unknown;
+  /** in the specification: Entrypoint, Cmd, Env (string arrays), WorkingDir, User, Labels (object of strings), ExposedPorts (object) */
+  config?: unknown;
+  /** in the specification: an array of { created, created_by, empty_layer, comment } */
+  history?: unknown;
 }
 
 /** GET /ui/api/repositories/<name>/manifests/<reference> */
@@ -105,6 +112,11 @@ export interface ManifestDetail {
   pushed?: string;
   /** the caller's grant allows deleting it (with token auth only what the token holds: pull) */
   mayDelete: boolean;
+}
+
+/** GET /ui/api/session: who the registry takes the caller for (none: anonymous, or no valid credentials) */
+export interface Session {
+  user?: string;
 }
 
 /** GET /ui/api/registry */

@@ -132,9 +132,10 @@ describe('web interface: browsing', needBrowser(), () => {
     const host = new URL(registry.url).host;
     const commands = await page.locator('.copyable code').allInnerTexts();
     assert.ok(commands.includes(`docker pull ${host}/signed/app:v1`), commands.join('\n'));
-    assert.ok(commands.includes(`podman pull ${host}/signed/app@${signed.digest}`), commands.join('\n'));
-    assert.ok(commands.includes(`skopeo copy docker://${host}/signed/app:v1 oci:app`), commands.join('\n'));
-    assert.ok(commands.includes(`crane pull ${host}/signed/app@${signed.digest} app.tar`), commands.join('\n'));
+    // plain HTTP: each client's switch for it (test/ui/commands.test.ts)
+    assert.ok(commands.includes(`podman pull --tls-verify=false ${host}/signed/app@${signed.digest}`), commands.join('\n'));
+    assert.ok(commands.includes(`skopeo copy --src-tls-verify=false docker://${host}/signed/app:v1 oci:app`), commands.join('\n'));
+    assert.ok(commands.includes(`crane pull --insecure ${host}/signed/app@${signed.digest} app.tar`), commands.join('\n'));
 
     await referrers.nth(0).getByRole('link').click();
     await page.waitForURL(`${registry.url}/ui/repositories/signed/app/manifests/${signature.digest}`);

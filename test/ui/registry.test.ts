@@ -11,10 +11,13 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth } from '../helpers/berth.js';
+import { pushBlob } from '../helpers/blobs.js';
 import { buildImage, pushImageOK } from '../helpers/images.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { launchBrowser, needBrowser, openPage } from '../helpers/ui.js';
 import { VERSION } from '../../src/version.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('web interface: the registry page', needBrowser(), () => {
   let browser: Browser;
@@ -54,11 +57,40 @@ describe('web interface: the registry page', needBrowser(), () => {
       assert.doesNotMatch(await page.locator('main').innerText(), /secret=abc|127\.0\.0\.1:\d+\/hook/, 'endpoint URLs are not shown');
       const gc = await page.locator('#figures-gc').innerText();
       assert.match(gc, /runs\s+0/);
-      assert.match(gc, /last bytes freed\s+0/);
+      assert.match(gc, /last bytes freed\s+0 B/);
+      assert.match(gc, /last finished\s+never/);
       assert.deepEqual(problems, []);
     } finally {
       await registry.stop();
       await receiver.close();
+    }
+  });
+
+  it('shows figures in human units: sizes in KiB, durations, the last run as a date', async () => {
+    const registry = await startBerth({ storage: { maintenance: { gc: { enabled: true, interval: '200ms', delay: '100ms' } } } });
+    try {
+      const orphan = buildImage('docker-v2', { layerSize: 4096 });
+      for (const blob of orphan.blobs) assert.equal((await pushBlob(registry.url, 'team/orphan', blob.data, blob.digest)).status, 201);
+      const trashed = orphan.blobs.reduce((n, b) => n + b.size, 0);
+      let gc: Record<string, number> = {};
+      for (const deadline = Date.now() + 20_000; Date.now() < deadline && !(gc.lastBytesTrashed > 0); await sleep(100)) {
+        gc = ((await (await fetch(`${registry.url}/ui/api/registry`)).json()) as { figures: { gc: Record<string, number> } }).figures.gc;
+      }
+      assert.equal(gc.lastBytesTrashed, trashed, JSON.stringify(gc));
+
+      const { page, problems } = await openPage(browser);
+      await page.goto(`${registry.url}/ui/registry`);
+      const figures = page.locator('#figures-gc');
+      await figures.waitFor();
+      const text = await figures.innerText();
+      assert.match(text, new RegExp(`last bytes trashed\\s+${(trashed / 1024).toFixed(1).replace('.', '\\.')} KiB`), text);
+      assert.equal(await figures.locator('dd span[title$=" bytes"]').first().getAttribute('title'), `${gc.lastBytesFreed} bytes`);
+      assert.match(text, /last duration\s+\d+(\.\d)? (ms|s)\n/);
+      assert.match(text, /last finished\s+\d{4}-\d\d-\d\d \d\d:\d\d/);
+      assert.doesNotMatch(text, /seconds/);
+      assert.deepEqual(problems, []);
+    } finally {
+      await registry.stop();
     }
   });
 

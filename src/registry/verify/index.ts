@@ -12,6 +12,14 @@
  * link files (layer, revision, tag) that name something that is not there. Files, not
  * directories, move: S3 has no directories to move. A manifest whose blobs are missing is reported, not moved: the
  * manifest itself is sound, and pushing the blobs again repairs it.
+ *
+ * Leftovers are not damage: states berth leaves on purpose and documents (docs/decisions.md,
+ * "`berth verify`"), reported as such. A `_layers` link whose blob is not stored and that no
+ * manifest of the repository uses is one: an upload links before it moves the blob (killed
+ * between the two, the link stays), and online garbage collection moves unused blobs to its
+ * trash and leaves the links. With `fix` such a link is deleted, unless it is younger than
+ * LEFTOVER_AGE_MS (an upload may be between its link and its move) or its blob is in the
+ * collector's trash (a request may still take it back through the link).
  */
 import { createHash } from 'node:crypto';
 import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
@@ -33,6 +41,8 @@ export interface VerifyOptions {
   report: (line: string) => void;
   /** blobs hashed so far, of how many (for a progress line) */
   progress?: (done: number, total: number) => void;
+  /** the clock a leftover's age is measured on (tests) */
+  now?: () => number;
 }
 
 export interface VerifySummary {
@@ -44,20 +54,49 @@ export interface VerifySummary {
   damaged: number;
   /** of which moved aside (with fix) */
   movedAside: number;
+  /** leftovers found: states berth leaves on purpose, not damage */
+  leftovers: number;
+  /** of which deleted (with fix) */
+  removed: number;
 }
 
 const QUARANTINE = `${layout.BERTH_STATE}/verify/quarantine`;
 /** blobs hashed at once (each a streamed read) */
 const HASHING = 4;
+/** a leftover link younger than this stays with `fix`: an upload may be between its link and its move */
+export const LEFTOVER_AGE_MS = 60 * 60 * 1000;
 
 export async function verify(driver: StorageDriver, options: VerifyOptions): Promise<VerifySummary> {
-  const summary: VerifySummary = { repositories: 0, manifests: 0, blobs: 0, bytes: 0, damaged: 0, movedAside: 0 };
+  const summary: VerifySummary = { repositories: 0, manifests: 0, blobs: 0, bytes: 0, damaged: 0, movedAside: 0, leftovers: 0, removed: 0 };
+  const now = options.now ?? Date.now;
   const damage = async (line: string, broken?: string) => {
     summary.damaged++;
     if (!options.fix || broken === undefined) return options.report(`damaged: ${line}`);
     await driver.move(broken, `${QUARANTINE}${broken.slice(layout.ROOT.length)}`);
     summary.movedAside++;
     options.report(`damaged: ${line}; moved aside`);
+  };
+
+  /**
+   * a layer link whose blob is not stored: damage when a manifest uses it (never moved aside while
+   * the collector has the blob in its trash: a request through the link takes it back); otherwise
+   * a leftover, deleted with fix when that cannot take anything from anyone
+   */
+  const missingLayer = async (name: string, digest: Digest, used: boolean) => {
+    const link = layout.layerLink(name, digest);
+    const trashed = (await unlessMissing(driver.stat(layout.gcTrashData(digest)))) !== undefined;
+    if (used) return damage(`${name}: layer link ${digest} names a blob that is not stored${trashed ? ' (it is in the collector\'s trash)' : ''}`, trashed ? undefined : link);
+    summary.leftovers++;
+    const line = trashed
+      ? `leftover: ${name}: layer link ${digest}, used by no manifest: online garbage collection moved its blob to the trash and leaves links`
+      : `leftover: ${name}: layer link ${digest}, used by no manifest, names a blob that is not stored: an upload links before it moves the blob, or garbage collection left it`;
+    if (!options.fix) return options.report(line);
+    if (trashed) return options.report(`${line}; kept while the blob is in the trash`);
+    const info = await unlessMissing(driver.stat(link));
+    if (info && now() - info.modTime.getTime() < LEFTOVER_AGE_MS) return options.report(`${line}; kept: younger than an hour, an upload may still be moving the blob`);
+    await unlessMissing(driver.delete(layout.layerLinkDir(name, digest)));
+    summary.removed++;
+    options.report(`${line}; removed`);
   };
 
   const blobs = options.repository ? await linkedBlobs(driver, options.repository) : await allBlobs(driver);
@@ -76,12 +115,13 @@ export async function verify(driver: StorageDriver, options: VerifyOptions): Pro
   for (const name of names) {
     summary.repositories++;
     const stored = async (digest: string) => isDigest(digest) && (await unlessMissing(driver.stat(layout.blobData(digest)))) !== undefined;
+    const graph = await readGraph(driver, name);
+    const used = new Set([...graph.manifests.values()].flatMap((node) => node.blobs));
     for (const digest of (await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm))).digests) {
       // a directory without its link file (left by a move aside) links nothing
-      if ((await readLink(driver, layout.layerLink(name, digest))) === undefined) continue;
-      if (!(await stored(digest))) await damage(`${name}: layer link ${digest} names a blob that is not stored`, layout.layerLink(name, digest));
+      if ((await readLink(driver, layout.layerLink(name, digest))) === undefined || (await stored(digest))) continue;
+      await missingLayer(name, digest, used.has(digest));
     }
-    const graph = await readGraph(driver, name);
     for (const node of graph.manifests.values()) {
       const { digest } = node;
       summary.manifests++;
@@ -113,7 +153,9 @@ export async function verify(driver: StorageDriver, options: VerifyOptions): Pro
 
 /** the summary as one line */
 export function verifyLine(summary: VerifySummary): string {
-  const state = summary.damaged === 0 ? 'no damage found' : `${summary.damaged} damaged${summary.movedAside ? `, ${summary.movedAside} moved aside to ${QUARANTINE}` : ''}`;
+  const damage = summary.damaged === 0 ? 'no damage found' : `${summary.damaged} damaged${summary.movedAside ? `, ${summary.movedAside} moved aside to ${QUARANTINE}` : ''}`;
+  const leftovers = summary.leftovers === 0 ? '' : `; ${summary.leftovers} leftovers (not damage)${summary.removed ? `, ${summary.removed} removed` : ''}`;
+  const state = damage + leftovers;
   return `verify: ${summary.repositories} repositories, ${summary.manifests} manifests, ${summary.blobs} blobs (${summary.bytes} bytes) checked: ${state}`;
 }
 

@@ -8,6 +8,7 @@
  * omit credentials all the same (no cookie or remembered Basic login goes to the issuer).
  */
 import { settings } from './settings';
+import type { Session } from '../wire';
 
 const REFRESH = 'berth.refresh';
 const USER = 'berth.user';
@@ -33,7 +34,12 @@ export class APIError extends Error {
   }
 }
 
-export const signedInUser = (): string | undefined => sessionStorage.getItem(USER) ?? undefined;
+/** htpasswd: the user of the browser's own Basic login, learned from /ui/api/session once a request passed */
+let basicUser: string | undefined;
+let askingSession = false;
+
+/** the signed-in user: token auth's login of this tab, or htpasswd's Basic login */
+export const signedInUser = (): string | undefined => sessionStorage.getItem(USER) ?? basicUser;
 
 /** fired on window when the tab signs in or out (also when the issuer no longer takes its refresh token) */
 export const SESSION_EVENT = 'berth-session';
@@ -58,7 +64,22 @@ export async function request(path: string, init: RequestInit = {}, scope = ''):
       }
     }
   }
+  if (res.ok && settings.auth === 'htpasswd' && basicUser === undefined && !askingSession) void learnBasicUser();
   return res;
+}
+
+/** asks who the browser's Basic login is (the answer never challenges), and tells the frame */
+async function learnBasicUser(): Promise<void> {
+  askingSession = true;
+  try {
+    const res = await fetch(`${settings.prefix}/ui/api/session`, { credentials: 'same-origin', headers: { accept: 'application/json' } });
+    basicUser = res.ok ? ((await res.json()) as Session).user : undefined;
+    if (basicUser !== undefined) dispatchEvent(new Event(SESSION_EVENT));
+  } catch {
+    // no name to show; the next request asks again
+  } finally {
+    askingSession = false;
+  }
 }
 
 /** GET of a JSON document; errors become APIError with the registry's message */

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { APIError, signedInUser } from './api';
 import { href, navigate } from './router';
 import { settings } from './settings';
+import { Raw } from './shape';
 
 export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
   const onClick = (e: MouseEvent) => {
@@ -68,8 +69,9 @@ export function formatSize(bytes: number | undefined): string {
   return unit === 0 ? `${bytes} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${UNITS[unit]}`;
 }
 
-export function Time({ at }: { at?: string }) {
-  if (!at) return <span class="muted">–</span>;
+export function Time({ at }: { at?: unknown }) {
+  if (at === undefined || at === null || at === '') return <span class="muted">–</span>;
+  if (typeof at !== 'string') return <Raw value={at} />;
   const date = new Date(at);
   if (Number.isNaN(date.getTime())) return <span>{at}</span>;
   return <time dateTime={at} title={at}>{date.toISOString().slice(0, 16).replace('T', ' ')}</time>;
@@ -77,7 +79,8 @@ export function Time({ at }: { at?: string }) {
 
 export const shortDigest = (digest: string) => digest.replace(/^(sha256:)?([0-9a-f]{12})[0-9a-f]*$/, '$1$2');
 
-export function Digest({ digest }: { digest: string }) {
+export function Digest({ digest }: { digest: unknown }) {
+  if (typeof digest !== 'string') return <Raw value={digest} />;
   return <code class="digest" title={digest}>{shortDigest(digest)}</code>;
 }
 

@@ -77,6 +77,7 @@ function App() {
             ) : (
               <Link href={href('/login')}>Sign in</Link>
             ))}
+          {settings.auth === 'htpasswd' && user && <span class="muted" id="signed-in">Signed in as {user}</span>}
         </nav>
       </header>
       <main id="main" tabIndex={-1}>

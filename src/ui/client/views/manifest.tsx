@@ -7,7 +7,8 @@ import { useRef, useState } from 'preact/hooks';
 import { APIError, errorOf, getJSON, request } from '../api';
 import { Copyable, Digest, formatSize, kindOf, Link, Problem, Status, Time, useLoad } from '../components';
 import { href, manifestHref, navigate, repositoryHref } from '../router';
-import { registryHost, settings } from '../settings';
+import { plainHTTP, registryHost, settings } from '../settings';
+import { isRecord, isSize, isText, isTexts, Raw, Text } from '../shape';
 import type { Descriptor, ImageConfig, ManifestDetail as Detail, Summary, Unreadable } from '../../wire';
 
 const isDigestRef = (reference: string) => reference.includes(':');
@@ -30,7 +31,8 @@ export function Manifest({ name, reference }: { name: string; reference: string 
 }
 
 function Details({ detail: d, reference }: { detail: Detail; reference: string }) {
-  const kind = kindOf(d.mediaType, d.manifest.artifactType ?? d.summary.artifactType);
+  const artifactType = d.manifest.artifactType ?? d.summary.artifactType;
+  const kind = kindOf(d.mediaType, isText(artifactType) ? artifactType : undefined);
   return (
     <>
       <h1>
@@ -42,13 +44,14 @@ function Details({ detail: d, reference }: { detail: Detail; reference: string }
         <dt>Digest</dt>
         <dd><code class="wrap">{d.digest}</code></dd>
         <dt>Kind</dt>
-        <dd>{kind} <span class="muted">({d.mediaType}{d.manifest.artifactType ? `, ${d.manifest.artifactType}` : ''})</span></dd>
+        <dd>{kind} <span class="muted">({d.mediaType}{d.manifest.artifactType !== undefined && <>, <Text value={d.manifest.artifactType} /></>})</span></dd>
         <dt>Size</dt>
         <dd>{formatSize(d.summary.size)} <span class="muted">(manifest {formatSize(d.bytes)})</span></dd>
         <dt>Platforms</dt>
         <dd>{d.summary.platforms.join(', ') || '–'}</dd>
         <dt>Created</dt>
-        <dd><Time at={d.summary.created} /></dd>
+        {/* the summary's is a string; a config's `created` of another shape is shown raw */}
+        <dd><Time at={d.summary.created ?? d.config?.created} /></dd>
         <dt>Pushed</dt>
         <dd><Time at={d.pushed} /></dd>
         <dt>Tags</dt>
@@ -56,16 +59,20 @@ function Details({ detail: d, reference }: { detail: Detail; reference: string }
         {d.manifest.subject && (
           <>
             <dt>Refers to</dt>
-            <dd><Link href={manifestHref(d.name, d.manifest.subject.digest)}><Digest digest={d.manifest.subject.digest} /></Link></dd>
+            <dd>{isText(d.manifest.subject.digest) ? <Link href={manifestHref(d.name, d.manifest.subject.digest)}><Digest digest={d.manifest.subject.digest} /></Link> : <Raw value={d.manifest.subject} />}</dd>
           </>
         )}
       </dl>
-      <PullCommands name={d.name} reference={reference} digest={d.digest} />
+      {kind === 'artifact' ? (
+        <ArtifactCommands name={d.name} reference={reference} digest={d.digest} subject={isText(d.manifest.subject?.digest) ? d.manifest.subject.digest : undefined} signature={isText(artifactType) && /cosign|sigstore/.test(artifactType)} />
+      ) : (
+        <PullCommands name={d.name} reference={reference} digest={d.digest} />
+      )}
       {d.children && <Platforms name={d.name} children={d.children} />}
-      {d.manifest.layers && <Layers layers={d.manifest.layers} config={d.manifest.config} />}
+      {Array.isArray(d.manifest.layers) && <Layers layers={d.manifest.layers} config={d.manifest.config} />}
       {d.config && <Config config={d.config} />}
       <Referrers name={d.name} referrers={d.referrers} />
-      {d.manifest.annotations && <Annotations annotations={d.manifest.annotations} />}
+      {isRecord(d.manifest.annotations) && <Annotations annotations={d.manifest.annotations} />}
       <details>
         <summary>Manifest JSON</summary>
         <pre class="json">{JSON.stringify(d.manifest, null, 2)}</pre>
@@ -75,21 +82,62 @@ function Details({ detail: d, reference }: { detail: Detail; reference: string }
   );
 }
 
-function PullCommands({ name, reference, digest }: { name: string; reference: string; digest: string }) {
+/** the references of the manifest: by tag (when the page names one) and by digest */
+function references(name: string, reference: string, digest: string): string[] {
   const host = registryHost();
-  const refs = [...(isDigestRef(reference) ? [] : [`${host}/${name}:${reference}`]), `${host}/${name}@${digest}`];
+  return [...(isDigestRef(reference) ? [] : [`${host}/${name}:${reference}`]), `${host}/${name}@${digest}`];
+}
+
+/** `flag ` when the registry is reached over plain HTTP, for the clients that need a switch for it */
+const onPlainHTTP = (flag: string) => (plainHTTP() ? `${flag} ` : '');
+
+function PullCommands({ name, reference, digest }: { name: string; reference: string; digest: string }) {
+  const refs = references(name, reference, digest);
   return (
     <section aria-labelledby="pull">
       <h2 id="pull">Pull</h2>
+      {plainHTTP() && (
+        <p class="muted" id="plain-http">
+          This registry is reached over plain HTTP: podman, skopeo and crane carry their switch for it; docker pulls over HTTP only from a host in its daemon's <code>insecure-registries</code> (daemon.json; 127.0.0.0/8 always).
+        </p>
+      )}
       {refs.map((ref, i) => (
         <div class="commands" key={ref}>
           <h3>{i === 0 && refs.length > 1 ? 'By tag' : 'By digest'}</h3>
           <Copyable label={`docker-${i}`} text={`docker pull ${ref}`} />
-          <Copyable label={`podman-${i}`} text={`podman pull ${ref}`} />
-          <Copyable label={`skopeo-${i}`} text={`skopeo copy docker://${ref} oci:${name.split('/').pop()}`} />
-          <Copyable label={`crane-${i}`} text={`crane pull ${ref} ${name.split('/').pop()}.tar`} />
+          <Copyable label={`podman-${i}`} text={`podman pull ${onPlainHTTP('--tls-verify=false')}${ref}`} />
+          <Copyable label={`skopeo-${i}`} text={`skopeo copy ${onPlainHTTP('--src-tls-verify=false')}docker://${ref} oci:${name.split('/').pop()}`} />
+          <Copyable label={`crane-${i}`} text={`crane pull ${onPlainHTTP('--insecure')}${ref} ${name.split('/').pop()}.tar`} />
         </div>
       ))}
+    </section>
+  );
+}
+
+/** an artifact (signature, SBOM, attestation, ...) is fetched with oras, and what refers to an image is listed by oras and cosign */
+function ArtifactCommands({ name, reference, digest, subject, signature }: { name: string; reference: string; digest: string; subject?: string; signature: boolean }) {
+  const refs = references(name, reference, digest);
+  const oras = onPlainHTTP('--plain-http');
+  const cosign = onPlainHTTP('--allow-http-registry');
+  const image = subject && `${registryHost()}/${name}@${subject}`;
+  return (
+    <section aria-labelledby="pull">
+      <h2 id="pull">Fetch</h2>
+      {refs.map((ref, i) => (
+        <div class="commands" key={ref}>
+          <h3>{i === 0 && refs.length > 1 ? 'By tag' : 'By digest'}</h3>
+          <Copyable label={`oras-pull-${i}`} text={`oras pull ${oras}${ref}`} />
+          <Copyable label={`oras-manifest-${i}`} text={`oras manifest fetch ${oras}${ref}`} />
+        </div>
+      ))}
+      {image && (
+        <div class="commands">
+          <h3>The image it refers to</h3>
+          <Copyable label="oras-discover" text={`oras discover ${oras}${image}`} />
+          <Copyable label="cosign-tree" text={`cosign tree ${cosign}${image}`} />
+          {signature && <Copyable label="cosign-verify" text={`cosign verify ${cosign}--key cosign.pub ${image}`} />}
+        </div>
+      )}
     </section>
   );
 }
@@ -134,72 +182,100 @@ function Layers({ layers, config }: { layers: Descriptor[]; config?: Descriptor 
           <tr><th scope="col" class="num">#</th><th scope="col">Digest</th><th scope="col">Media type</th><th scope="col" class="num">Size</th></tr>
         </thead>
         <tbody>
-          {config && (
-            <tr class="muted"><td class="num">config</td><td><Digest digest={config.digest} /></td><td>{config.mediaType}</td><td class="num">{formatSize(config.size)}</td></tr>
+          {isRecord(config) && (
+            <tr class="muted"><td class="num">config</td><td><Digest digest={config.digest} /></td><td><Text value={config.mediaType} /></td><td class="num"><Size value={config.size} /></td></tr>
           )}
-          {layers.map((l, i) => (
-            <tr key={`${i}-${l.digest}`}><td class="num">{i + 1}</td><td><Digest digest={l.digest} /></td><td>{l.mediaType}</td><td class="num">{formatSize(l.size)}</td></tr>
-          ))}
+          {layers.map((l: unknown, i) =>
+            isRecord(l) ? (
+              <tr key={i}><td class="num">{i + 1}</td><td><Digest digest={l.digest} /></td><td><Text value={l.mediaType} /></td><td class="num"><Size value={l.size} /></td></tr>
+            ) : (
+              <tr key={i}><td class="num">{i + 1}</td><td colSpan={3}><Raw value={l} /></td></tr>
+            ),
+          )}
         </tbody>
       </table>
     </section>
   );
 }
 
+/** the image config as stored: every field checked, one of another shape shown raw (shape.tsx) */
+function Size({ value }: { value: unknown }) {
+  return isSize(value) ? <>{formatSize(value)}</> : value === undefined ? <>–</> : <Raw value={value} />;
+}
+
 function Config({ config }: { config: ImageConfig }) {
-  const c = config.config ?? {};
-  const rows: [string, string | undefined][] = [
-    ['Entrypoint', c.Entrypoint?.join(' ')],
-    ['Cmd', c.Cmd?.join(' ')],
-    ['Working directory', c.WorkingDir],
-    ['User', c.User],
-    ['Ports', c.ExposedPorts ? Object.keys(c.ExposedPorts).join(', ') : undefined],
-    ['Author', config.author],
+  const c = isRecord(config.config) ? config.config : {};
+  // [label, the stored value, its text when it has the specification's shape]
+  const rows: [string, unknown, string | undefined][] = [
+    ['Entrypoint', c.Entrypoint, isTexts(c.Entrypoint) ? c.Entrypoint.join(' ') : undefined],
+    ['Cmd', c.Cmd, isTexts(c.Cmd) ? c.Cmd.join(' ') : undefined],
+    ['Working directory', c.WorkingDir, isText(c.WorkingDir) ? c.WorkingDir : undefined],
+    ['User', c.User, isText(c.User) ? c.User : undefined],
+    ['Ports', c.ExposedPorts, isRecord(c.ExposedPorts) ? Object.keys(c.ExposedPorts).join(', ') : undefined],
+    ['Author', config.author, isText(config.author) ? config.author : undefined],
   ];
+  const { Env: env, Labels: labels } = c;
+  const history = config.history;
   return (
     <section aria-labelledby="config">
       <h2 id="config">Image config</h2>
       <dl class="facts">
-        {rows.filter(([, v]) => v).map(([k, v]) => (
+        {config.config !== undefined && config.config !== null && !isRecord(config.config) && (
+          <>
+            <dt>Config</dt>
+            <dd><Raw value={config.config} /></dd>
+          </>
+        )}
+        {rows.filter(([, value, text]) => value !== undefined && value !== null && text !== '').map(([k, value, text]) => (
           <>
             <dt>{k}</dt>
-            <dd><code class="wrap">{v}</code></dd>
+            <dd>{text !== undefined ? <code class="wrap">{text}</code> : <Raw value={value} />}</dd>
           </>
         ))}
       </dl>
-      {c.Env && c.Env.length > 0 && (
+      {env !== undefined && env !== null && (!isTexts(env) || env.length > 0) && (
         <>
           <h3>Environment</h3>
-          <ul class="plain">{c.Env.map((e) => <li><code class="wrap">{e}</code></li>)}</ul>
+          {isTexts(env) ? <ul class="plain">{env.map((e) => <li><code class="wrap">{e}</code></li>)}</ul> : <p><Raw value={env} /></p>}
         </>
       )}
-      {c.Labels && Object.keys(c.Labels).length > 0 && (
+      {labels !== undefined && labels !== null && (!isRecord(labels) || Object.keys(labels).length > 0) && (
         <>
           <h3>Labels</h3>
-          <Annotations annotations={c.Labels} bare />
+          {isRecord(labels) ? <Annotations annotations={labels} bare /> : <p><Raw value={labels} /></p>}
         </>
       )}
-      {config.history && config.history.length > 0 && (
+      {Array.isArray(history) && history.length > 0 && (
         <details>
-          <summary>History ({config.history.length} steps)</summary>
+          <summary>History ({history.length} steps)</summary>
           <ol class="history">
-            {config.history.map((h) => (
-              <li class={h.empty_layer ? 'muted' : ''}><Time at={h.created} /> <code class="wrap">{h.created_by ?? h.comment ?? ''}</code></li>
-            ))}
+            {history.map((h: unknown) =>
+              isRecord(h) ? (
+                <li class={h.empty_layer === true ? 'muted' : ''}><Time at={h.created} /> <code class="wrap">{isText(h.created_by) ? h.created_by : isText(h.comment) ? h.comment : h.created_by === undefined && h.comment === undefined ? '' : <Raw value={h.created_by ?? h.comment} />}</code></li>
+              ) : (
+                <li><Raw value={h} /></li>
+              ),
+            )}
           </ol>
         </details>
+      )}
+      {history !== undefined && history !== null && !Array.isArray(history) && (
+        <>
+          <h3>History</h3>
+          <p><Raw value={history} /></p>
+        </>
       )}
     </section>
   );
 }
 
-function Annotations({ annotations, bare }: { annotations: Record<string, string>; bare?: boolean }) {
+function Annotations({ annotations, bare }: { annotations: Record<string, unknown>; bare?: boolean }) {
   const list = (
     <dl class="facts">
       {Object.entries(annotations).map(([k, v]) => (
         <>
           <dt><code>{k}</code></dt>
-          <dd class="wrap">{v}</dd>
+          <dd class="wrap"><Text value={v} /></dd>
         </>
       ))}
     </dl>
@@ -225,12 +301,12 @@ function Referrers({ name, referrers }: { name: string; referrers: Descriptor[] 
             <tr><th scope="col">Artifact type</th><th scope="col">Manifest</th><th scope="col" class="num">Size</th><th scope="col">Created</th></tr>
           </thead>
           <tbody>
-            {[...referrers].sort((a, b) => (a.artifactType ?? '').localeCompare(b.artifactType ?? '')).map((r) => (
-              <tr key={r.digest}>
-                <td>{r.artifactType ?? r.mediaType}</td>
-                <td><Link href={manifestHref(name, r.digest)}><Digest digest={r.digest} /></Link></td>
-                <td class="num">{formatSize(r.size)}</td>
-                <td><Time at={r.annotations?.['org.opencontainers.image.created']} /></td>
+            {[...referrers].sort((a, b) => String(a.artifactType ?? '').localeCompare(String(b.artifactType ?? ''))).map((r, i) => (
+              <tr key={i}>
+                <td><Text value={r.artifactType ?? r.mediaType} /></td>
+                <td>{isText(r.digest) ? <Link href={manifestHref(name, r.digest)}><Digest digest={r.digest} /></Link> : <Raw value={r.digest} />}</td>
+                <td class="num"><Size value={r.size} /></td>
+                <td><Time at={isRecord(r.annotations) ? r.annotations['org.opencontainers.image.created'] : undefined} /></td>
               </tr>
             ))}
           </tbody>

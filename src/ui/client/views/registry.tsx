@@ -3,13 +3,34 @@
  * queues, garbage collection, the pull-through cache), for those who may read the catalog.
  */
 import { getJSON } from '../api';
-import { Status, useLoad } from '../components';
+import { formatSize, Status, Time, useLoad } from '../components';
 import type { RegistryAbout as About } from '../../wire';
 
 const yesNo = (on: boolean) => (on ? 'yes' : 'no');
 
 /** figures named like lastBytesFreed read as "last bytes freed" */
 const words = (key: string) => key.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+
+/** a duration in seconds as people read it: 850 ms, 12.4 s, 3 min 20 s, 2 h 5 min */
+export function formatDuration(seconds: number): string {
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+  if (seconds < 60) return `${seconds.toFixed(seconds < 10 ? 1 : 0)} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ${Math.round(seconds % 60)} s`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/**
+ * a figure by what its name says it counts (the names /debug/vars has): bytes in KiB/MiB/...,
+ * a point in time (…FinishedSeconds, seconds since 1970; 0: never) as a date, other seconds as a
+ * duration, counts as numbers; the exact value stays in the title
+ */
+function Figure({ name, value }: { name: string; value: number }) {
+  if (/Bytes/.test(name)) return <span title={`${value} bytes`}>{formatSize(value)}</span>;
+  if (/(Finished|At)Seconds$/.test(name)) return value === 0 ? <span class="muted">never</span> : <Time at={new Date(value * 1000).toISOString()} />;
+  if (/Seconds$/.test(name)) return <span title={`${value} s`}>{formatDuration(value)}</span>;
+  return <>{value.toLocaleString('en')}</>;
+}
 
 export function Registry() {
   const loaded = useLoad('registry', () => getJSON<About>('/ui/api/registry', 'registry:catalog:*'));
@@ -66,8 +87,8 @@ export function Registry() {
                 <dl class="facts" id={`figures-${section}`}>
                   {Object.entries(figures).map(([k, v]) => (
                     <>
-                      <dt>{words(k)}</dt>
-                      <dd>{v}</dd>
+                      <dt>{words(k.replace(/Seconds$/, ''))}</dt>
+                      <dd><Figure name={k} value={v} /></dd>
                     </>
                   ))}
                 </dl>
