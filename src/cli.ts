@@ -2,6 +2,7 @@
 /** The `berth` command: serve, config check|schema, garbage-collect, verify, uploads purge. Exit codes: 0 done, 1 failed, 2 bad usage. */
 import { servingStarted, startupDone } from './startup-heap.js'; // first: it holds the young generation while the others load
 import { ConfigError, loadConfig, maskSecrets } from './config/load.js';
+import { namedFileProblems } from './config/named-files.js';
 import type { Config } from './config/schema.js';
 import { s3Feature } from './features/s3.js';
 import { createLogger } from './log.js';
@@ -98,6 +99,8 @@ async function main(argv: string[]): Promise<number> {
 async function serve(file: string | undefined): Promise<number> {
   const { config, source, warnings } = await loadConfig(file);
   const index = workerIndex();
+  // before anything is written (the storage root, the upload secret); workers: their primary checked
+  if (index === undefined) await checkNamedFiles(config, source);
   if (config.http.workers > 1 && index === undefined) {
     // the primary of several workers (src/workers/): it forks them and serves the debug listener
     const logger = createLogger(config.log);
@@ -125,10 +128,17 @@ async function serve(file: string | undefined): Promise<number> {
 }
 
 async function checkConfig(file: string): Promise<number> {
-  const { config, warnings } = await loadConfig(file);
+  const { config, source, warnings } = await loadConfig(file);
   for (const warning of warnings) console.error(`warning: ${warning}`);
+  await checkNamedFiles(config, source);
   console.log(JSON.stringify(maskSecrets(config), null, 2));
   return 0;
+}
+
+/** the files the configuration names (htpasswd, keys, certificates): every problem at once, as a configuration error */
+async function checkNamedFiles(config: Config, source: string): Promise<void> {
+  const problems = await namedFileProblems(config);
+  if (problems.length > 0) throw new ConfigError(problems, `${source}: files it names`);
 }
 
 async function printSchema(): Promise<number> {
