@@ -98,6 +98,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
   const sharedCache = enabled.find((parts) => parts.sharedCache)?.sharedCache;
   const links = new DirectoryCache(driver, cacheEntries(config.storage.cache), sharedCache);
+  for (const parts of enabled) parts.watchCache?.(links.counts);
   const blobs = new BlobStore(driver, enabled.find((parts) => parts.blobGuard)?.blobGuard?.(driver), { links });
   const purging = config.storage.maintenance.uploadpurging;
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
