@@ -1,12 +1,14 @@
 /**
  * The files a configuration names (htpasswd, TLS certificates and keys, token certificates and
- * keys, the CloudFront key, Redis TLS files, upstream password files), read as `serve` reads them.
+ * keys, the CloudFront key, Redis TLS files, upstream password files, the filesystem storage
+ * root), read as `serve` reads them.
  * `config check` reports what is wrong with any of them beside the keys' errors, and `serve` asks
  * the same before it writes anything (the storage root, the upload secret): a configuration whose
  * files are wrong changes nothing. See docs/decisions.md, "Start-up: nothing written before the
  * configuration is valid".
  */
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { pino } from 'pino';
 import { createAuth } from '../auth/index.js';
@@ -67,6 +69,8 @@ export async function namedFileProblems(config: Config): Promise<string[]> {
       }
     }),
   );
+  const root = config.storage.filesystem?.rootdirectory;
+  if (root !== undefined) attempt(() => checkRoot(root));
   const redisTLS = config.redis?.tls;
   for (const [key, path] of [['certificate', redisTLS?.certificate], ['key', redisTLS?.key], ...(redisTLS?.rootcas ?? []).map((p, i) => [`rootcas.${i}`, p])]) {
     if (path) attempt(() => void readNamed(path, `redis.tls.${key}`));
@@ -76,4 +80,31 @@ export async function namedFileProblems(config: Config): Promise<string[]> {
     if (upstream.passwordfile) attempt(() => void readNamed(upstream.passwordfile!, `${key}.passwordfile`));
   }
   return problems;
+}
+
+/**
+ * storage.filesystem.rootdirectory: a directory berth can read and write, or one it can create
+ * (its nearest existing ancestor is a directory it can write), as `serve` would find out when it
+ * creates it. Checked without creating anything.
+ */
+function checkRoot(root: string): void {
+  const problem = (text: string) => new Error(`storage.filesystem.rootdirectory: cannot use ${root}: ${text}`);
+  let path = resolve(root);
+  for (;;) {
+    let info;
+    try {
+      info = statSync(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(path) === path) throw problem((err as Error).message);
+      path = dirname(path);
+      continue;
+    }
+    if (!info.isDirectory()) throw problem(`${path} is not a directory`);
+    try {
+      accessSync(path, constants.R_OK | constants.W_OK | constants.X_OK);
+    } catch (err) {
+      throw problem(`${path} is not writable by this user (${(err as NodeJS.ErrnoException).code})`);
+    }
+    return;
+  }
 }

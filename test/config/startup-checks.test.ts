@@ -73,6 +73,16 @@ describe('files named by the configuration', () => {
     assert.match(problems[2], /^middleware\.storage\.0\.options\.privatekey: cannot read .*no-cf\.pem/);
   });
 
+  it('a filesystem root that cannot be a directory (under a regular file); one that can be made is fine, and is not made', async () => {
+    await writeFile(join(dir, 'plain-file'), 'x');
+    const fsConfig = (rootdirectory: string) => validateConfig({ version: '0.1', storage: { filesystem: { rootdirectory } } }, 'test');
+    const problems = await namedFileProblems(fsConfig(join(dir, 'plain-file', 'registry')));
+    assert.equal(problems.length, 1);
+    assert.match(problems[0], /^storage\.filesystem\.rootdirectory: cannot use .*plain-file.*not a directory/);
+    assert.deepEqual(await namedFileProblems(fsConfig(join(dir, 'new', 'deeper'))), []);
+    await assert.rejects(stat(join(dir, 'new')), { code: 'ENOENT' });
+  });
+
   it('`config check` exits 1 with them; `serve` too, before it creates the storage root or the upload secret', async () => {
     const root = join(dir, 'root-never-made');
     const file = join(dir, 'debian-like.yml');
