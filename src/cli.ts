@@ -138,7 +138,7 @@ async function checkConfig(file: string): Promise<number> {
 /** the files the configuration names (htpasswd, keys, certificates): every problem at once, as a configuration error */
 async function checkNamedFiles(config: Config, source: string): Promise<void> {
   const problems = await namedFileProblems(config);
-  if (problems.length > 0) throw new ConfigError(problems, `${source}: files it names`);
+  if (problems.length > 0) throw new ConfigError(problems, source);
 }
 
 async function printSchema(): Promise<number> {
