@@ -54,6 +54,7 @@ export class DistributionMetrics {
   private readonly requestSize: Histogram<'handler'>;
   private readonly responseSize: Histogram<'handler'>;
   private readonly storage: Histogram<'driver' | 'action'>;
+  private readonly inFlight: Gauge<'handler'>;
 
   constructor(private readonly registry: Registry) {
     const registers = [registry];
@@ -61,6 +62,9 @@ export class DistributionMetrics {
     this.duration = new Histogram({ name: 'registry_http_request_duration_seconds', help: 'The HTTP request latencies in seconds.', labelNames: ['handler', 'method'], buckets: DURATION_BUCKETS, registers });
     this.requestSize = new Histogram({ name: 'registry_http_request_size_bytes', help: 'The HTTP request sizes in bytes.', labelNames: ['handler'], buckets: SIZE_BUCKETS, registers });
     this.responseSize = new Histogram({ name: 'registry_http_response_size_bytes', help: 'The HTTP response sizes in bytes.', labelNames: ['handler'], buckets: SIZE_BUCKETS, registers });
+    this.inFlight = new Gauge({ name: 'registry_http_in_flight_requests', help: 'The in-flight HTTP requests', labelNames: ['handler'], registers });
+    // every handler from the start, at 0, as Distribution registers them
+    for (const handler of new Set(Object.values(HANDLERS))) this.inFlight.set({ handler }, 0);
     this.storage = new Histogram({ name: 'registry_storage_action_seconds', help: 'The number of seconds that the storage action takes', labelNames: ['driver', 'action'], buckets: TIMER_BUCKETS, registers });
   }
 
@@ -73,6 +77,19 @@ export class DistributionMetrics {
     this.duration.observe({ handler, method: method.toLowerCase() }, seconds);
     this.requestSize.observe({ handler }, bytesIn);
     this.responseSize.observe({ handler }, bytesOut);
+  }
+
+  /** a request started on a route of kind `route`; the function returned counts it finished (once) */
+  requestStarted(route: string): () => void {
+    const handler = HANDLERS[route];
+    if (handler === undefined) return () => {};
+    this.inFlight.inc({ handler });
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.inFlight.dec({ handler });
+    };
   }
 
   observeStorage(driver: string, operation: string, seconds: number): void {

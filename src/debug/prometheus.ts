@@ -50,6 +50,10 @@ export class Metrics {
     this.distribution.observeRequest(method, route, status, seconds, bytesIn, bytesOut);
   }
 
+  requestStarted(route: string): () => void {
+    return this.distribution.requestStarted(route);
+  }
+
   observeStorage(driver: string, operation: string, outcome: 'ok' | 'notfound' | 'error', seconds: number): void {
     this.storage.observe({ driver, operation, outcome }, seconds);
     this.distribution.observeStorage(driver, operation, seconds);

@@ -5,6 +5,7 @@
  * berth's own, so dashboards written for Distribution read berth.
  */
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { describe, it } from 'node:test';
 import { startBerth } from '../helpers/berth.js';
 import { buildImage, pushImageOK } from '../helpers/images.js';
@@ -21,6 +22,15 @@ function sample(text: string, name: string, labels: Record<string, string>): num
     if (Object.keys(found).length === Object.keys(labels).length && Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(m[3]);
   }
   return undefined;
+}
+
+/** polls an asynchronous condition every 20 ms for up to 5 s */
+async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 async function scrape(debugURL: string | undefined): Promise<string> {
@@ -82,6 +92,42 @@ describe("/metrics: Distribution's families", () => {
     } finally {
       await registry.stop();
       await rx.close();
+    }
+  });
+
+  it('registry_http_in_flight_requests: a request counts while it runs, and not after it ended or was cut', async () => {
+    const registry = await startBerth({ http: { debug: PROMETHEUS } }, { driver: 'inmemory' });
+    const inFlight = async () => sample(await scrape(registry.app.debugURL), 'registry_http_in_flight_requests', { handler: 'blob_upload_chunk' });
+    /** a PATCH of an upload whose body stays open until `finish` is called */
+    const openPatch = async () => {
+      const started = await fetch(`${registry.url}/v2/flight/repo/blobs/uploads/`, { method: 'POST' });
+      assert.equal(started.status, 202);
+      const location = new URL(started.headers.get('location')!, registry.url);
+      const req = request(location, { method: 'PATCH', headers: { 'content-type': 'application/octet-stream' } });
+      const answered = new Promise<number>((resolve, reject) => {
+        req.on('response', (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        });
+        req.on('error', reject);
+      });
+      req.write(Buffer.alloc(1024));
+      return { req, answered };
+    };
+    try {
+      assert.equal(await inFlight(), 0, 'registered at 0 from the start');
+      const first = await openPatch();
+      await until(async () => (await inFlight()) === 1, 'the open PATCH counted');
+      first.req.end();
+      assert.equal(await first.answered, 202);
+      await until(async () => (await inFlight()) === 0, 'counted out once answered');
+      const cut = await openPatch();
+      await until(async () => (await inFlight()) === 1, 'the second PATCH counted');
+      cut.answered.catch(() => undefined);
+      cut.req.destroy();
+      await until(async () => (await inFlight()) === 0, 'counted out when the client went away');
+    } finally {
+      await registry.stop();
     }
   });
 
