@@ -8,13 +8,13 @@
  * a registry on the filesystem does not carry the AWS SDK, ioredis or prom-client (about 15 MiB of
  * RSS, docs/decisions.md "Memory"; test/app/lazy-modules.test.ts guards this).
  */
-import { readFileSync } from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { createAuth } from './auth/index.js';
 import { bannerFields, exposureWarning } from './banner.js';
 import { ConfigError } from './config/load.js';
+import { readTLS } from './config/named-files.js';
 import type { Config } from './config/schema.js';
 import { FEATURES } from './features/index.js';
 import type { FeatureParts, Running } from './features/feature.js';
@@ -25,7 +25,7 @@ import { parseAddr } from './http/address.js';
 import { normalisePrefix, type EdgeOptions } from './http/options.js';
 import { connectionLimits } from './http/limits.js';
 import { CatalogCursors } from './http/catalog-cursor.js';
-import { buildServer, type TLSOptions } from './http/server.js';
+import { buildServer } from './http/server.js';
 import { uploadSecret } from './http/secret.js';
 import { UploadStateSigner } from './http/upload-state.js';
 import { URLBuilder } from './http/urls.js';
@@ -98,6 +98,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
   const sharedCache = enabled.find((parts) => parts.sharedCache)?.sharedCache;
   const links = new DirectoryCache(driver, cacheEntries(config.storage.cache), sharedCache);
+  for (const parts of enabled) parts.watchCache?.(links.counts);
   const blobs = new BlobStore(driver, enabled.find((parts) => parts.blobGuard)?.blobGuard?.(driver), { links });
   const purging = config.storage.maintenance.uploadpurging;
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
@@ -247,24 +248,6 @@ async function atStartup<T>(fn: () => T | Promise<T>): Promise<T> {
     if (err instanceof ConfigError) throw err;
     throw new ConfigError([(err as Error).message], 'files named by the configuration');
   }
-}
-
-/** http.tls: the files read at start-up (a missing file stops start-up with its key and path) */
-function readTLS(tls: NonNullable<Config['http']['tls']>): TLSOptions {
-  const read = (path: string, key: string) => {
-    try {
-      return readFileSync(path);
-    } catch (err) {
-      throw new Error(`cannot read ${key} ${path}: ${(err as Error).message}`);
-    }
-  };
-  const ca = tls.clientcas?.map((path, i) => read(path, `http.tls.clientcas.${i}`));
-  return {
-    cert: read(tls.certificate, 'http.tls.certificate'),
-    key: read(tls.key, 'http.tls.key'),
-    minVersion: tls.minimumtls === 'tls1.3' ? 'TLSv1.3' : 'TLSv1.2',
-    ...(ca && ca.length > 0 ? { ca, requestCert: true, rejectUnauthorized: true } : {}),
-  };
 }
 
 /** validation.manifests.urls as regular expressions (checked at start-up by the schema) */

@@ -57,7 +57,8 @@ async function main(argv: string[]): Promise<number> {
     case 'help':
       return help(rest[0]);
   }
-  console.error(USAGE);
+  const unknown = command !== undefined && !(command in COMMANDS);
+  console.error(unknown ? `berth: unknown command ${JSON.stringify(command)}\n${USAGE}` : USAGE);
   return 2;
 }
 

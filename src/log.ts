@@ -1,6 +1,7 @@
 /**
- * The process logger: JSON lines (string levels, ISO times) for log collectors, or one readable
- * line per entry (text). Without log.formatter: text on a terminal, JSON anywhere else.
+ * The process logger: JSON lines (string levels, ISO times) for log collectors, the same with
+ * logstash's field names (logstash), or one readable line per entry (text). Without
+ * log.formatter: text on a terminal, JSON anywhere else.
  */
 import { pino, type Logger } from 'pino';
 import { Writable } from 'node:stream';
@@ -9,7 +10,7 @@ import { Writable } from 'node:stream';
 export interface LogOptions {
   level: 'error' | 'warn' | 'info' | 'debug';
   /** unset: text when the destination is a terminal, else json */
-  formatter?: 'json' | 'text';
+  formatter?: 'json' | 'text' | 'logstash';
   /** fields added to every entry */
   fields?: Record<string, unknown>;
 }
@@ -23,6 +24,8 @@ export function createLogger(log: LogOptions, destination: NodeJS.WritableStream
   };
   const formatter = log.formatter ?? ((destination as { isTTY?: boolean }).isTTY ? 'text' : 'json');
   if (formatter === 'json') return pino(options, destination);
+  // Distribution's logstash formatter: "@timestamp", "@version": "1" and "message" instead of time and msg
+  if (formatter === 'logstash') return pino({ ...options, messageKey: 'message', timestamp: () => `,"@timestamp":"${new Date().toISOString()}","@version":"1"` }, destination);
   return pino(options, textLines(destination));
 }
 

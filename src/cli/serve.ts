@@ -2,11 +2,14 @@
 import { servingStarted } from '../runtime/startup-heap.js';
 import { loadConfig } from '../config/load.js';
 import { createLogger } from '../log.js';
+import { checkNamedFiles } from './config.js';
 import { workerIndex } from '../workers/index.js';
 
 export async function serve(file: string | undefined): Promise<number> {
   const { config, source, warnings } = await loadConfig(file);
   const index = workerIndex();
+  // before anything is written (the storage root, the upload secret); workers: their primary checked
+  if (index === undefined) await checkNamedFiles(config, source);
   if (config.http.workers > 1 && index === undefined) {
     // the primary of several workers (src/workers/): it forks them and serves the debug listener
     const logger = createLogger(config.log);

@@ -254,7 +254,7 @@ const log = z
     /** default info (or the deprecated top-level loglevel: configSchema's transform) */
     level: z.enum(['error', 'warn', 'info', 'debug']).optional(),
     /** unset: text on a terminal, json elsewhere (src/log.ts) */
-    formatter: z.enum(['json', 'text']).optional(),
+    formatter: z.enum(['json', 'text', 'logstash']).optional(),
     accesslog: z.strictObject({ disabled: bool.default(false) }).default({ disabled: false }),
     fields: z.record(z.string(), z.unknown()).optional(),
     hooks: harmless,
@@ -313,13 +313,21 @@ const http = z
       .optional(),
     tls: z
       .strictObject({
-        certificate: z.string().min(1),
-        key: z.string().min(1),
+        // required unless letsencrypt is set, which is refused first (not two errors about files it would have replaced)
+        certificate: z.string().min(1).optional(),
+        key: z.string().min(1).optional(),
         clientcas: z.array(z.string().min(1)).optional(),
         minimumtls: z.enum(['tls1.2', 'tls1.3']).default('tls1.2'),
         letsencrypt: notYet("Let's Encrypt (http.tls.letsencrypt)"),
         clientauth: notYet('choosing the client certificate mode (http.tls.clientauth; with clientcas berth requires and verifies a client certificate)'),
       })
+      .superRefine((tls, ctx) => {
+        if (tls.letsencrypt !== undefined) return;
+        for (const key of ['certificate', 'key'] as const) {
+          if (tls[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: `required: the path of the PEM ${key} file (http.tls serves HTTPS from a certificate and its key)` });
+        }
+      })
+      .transform((tls) => tls as typeof tls & { certificate: string; key: string })
       .optional(),
   })
   .prefault({});

@@ -3,7 +3,7 @@
  * writer) are timed until they are open, not while data flows.
  */
 import type { Readable } from 'node:stream';
-import { PathNotFoundError, type FileInfo, type FileWriter, type RedirectRequest, type StorageDriver, type WalkFn, type WalkOptions } from '../storage/driver.js';
+import { PathNotFoundError, type FileInfo, type FileWriter, type PutOptions, type RedirectRequest, type StorageDriver, type WalkFn, type WalkOptions } from '../storage/driver.js';
 import { ForwardingDriver } from '../storage/forwarding.js';
 import type { Metrics } from './prometheus.js';
 
@@ -31,8 +31,8 @@ export class InstrumentedDriver extends ForwardingDriver {
   override getContent(path: string): Promise<Buffer> {
     return this.time('getcontent', () => super.getContent(path));
   }
-  override putContent(path: string, data: Buffer): Promise<void> {
-    return this.time('putcontent', () => super.putContent(path, data));
+  override putContent(path: string, data: Buffer, options?: PutOptions): Promise<void> {
+    return this.time('putcontent', () => super.putContent(path, data, options));
   }
   override reader(path: string, offset?: number, length?: number): Promise<Readable> {
     return this.time('reader', () => super.reader(path, offset, length));

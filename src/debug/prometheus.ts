@@ -1,10 +1,12 @@
 /**
  * Prometheus metrics (http.debug.prometheus): requests by method, route kind and status, bytes in
- * and out, storage operation timings, and the notification counters of every endpoint. One
+ * and out, storage operation timings, and the notification counters of every endpoint; beside
+ * them, Distribution's families from the same observations (distribution-metrics.ts). One
  * prom-client Registry per app, so several apps in one process (tests) do not collide.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Notifier } from '../notifications/notifier.js';
+import { DistributionMetrics, type CacheCounts } from './distribution-metrics.js';
 
 const NS = 'berth';
 
@@ -15,6 +17,7 @@ export class Metrics {
   private readonly bytesIn: Counter<'method' | 'route'>;
   private readonly bytesOut: Counter<'method' | 'route'>;
   private readonly storage: Histogram<'driver' | 'operation' | 'outcome'>;
+  private readonly distribution = new DistributionMetrics(this.registry);
 
   constructor() {
     const registers = [this.registry];
@@ -44,14 +47,26 @@ export class Metrics {
     this.latency.observe(labels, seconds);
     if (bytesIn > 0) this.bytesIn.inc({ method, route }, bytesIn);
     if (bytesOut > 0) this.bytesOut.inc({ method, route }, bytesOut);
+    this.distribution.observeRequest(method, route, status, seconds, bytesIn, bytesOut);
+  }
+
+  requestStarted(route: string): () => void {
+    return this.distribution.requestStarted(route);
   }
 
   observeStorage(driver: string, operation: string, outcome: 'ok' | 'notfound' | 'error', seconds: number): void {
     this.storage.observe({ driver, operation, outcome }, seconds);
+    this.distribution.observeStorage(driver, operation, seconds);
+  }
+
+  /** the metadata cache's counts (Distribution's registry_storage_cache_*) */
+  watchCache(counts: Readonly<CacheCounts>): void {
+    this.distribution.watchCache(counts);
   }
 
   /** each feature figure as a gauge berth_<section>_<name in snake case>, read at each scrape */
   watchFigures(figures: () => Record<string, Record<string, number>>): void {
+    if (figures().proxy) this.distribution.watchProxy(() => figures().proxy);
     for (const [section, values] of Object.entries(figures())) {
       for (const key of Object.keys(values)) {
         const name = `${NS}_${section}_${key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`;
@@ -69,6 +84,7 @@ export class Metrics {
 
   /** the counters of /debug/vars as metrics, read from the endpoints at each scrape */
   watchNotifications(notifier: Notifier): void {
+    this.distribution.watchNotifications(notifier);
     const registers = [this.registry];
     const counter = (name: string, help: string, pick: (m: ReturnType<Notifier['snapshot']>[number]['Metrics']) => number) =>
       new Counter({

@@ -5,7 +5,8 @@
  *   plus process figures;
  * - /debug/health: 200 with `{}` when every health check passes, 503 with the failing checks by
  *   name (the configured `health:` checks, else a live probe of the store);
- * - the Prometheus path (default /metrics) when http.debug.prometheus.enabled.
+ * - the Prometheus path (default /metrics) when http.debug.prometheus.enabled;
+ * - /debug/pprof/profile and /debug/pprof/heap: CPU profiles and heap snapshots (profiles.ts).
  * It only reads what the core and the notifier expose.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -35,6 +36,8 @@ export interface DebugPages {
   /** the failing checks by name; none: healthy */
   health(): Promise<Record<string, string>>;
   metrics?: { path: string; render(): Promise<{ body: string; contentType: string }> };
+  /** /debug/pprof profiles this process (not offered where the listener speaks for several workers) */
+  profiles?: boolean;
 }
 
 export function startDebugServer(address: { host: string; port: number }, options: DebugOptions): Promise<DebugServer> {
@@ -42,6 +45,7 @@ export function startDebugServer(address: { host: string; port: number }, option
   const pages: DebugPages = {
     vars: () => ({ ...debugVars(options.notifier), ...options.figures() }),
     health: () => options.readiness(),
+    profiles: true,
     metrics: metrics && {
       path: metrics.path,
       render: async () => ({ body: await metrics.instance.registry.metrics(), contentType: metrics.instance.registry.contentType }),
@@ -80,6 +84,14 @@ async function handle(req: IncomingMessage, res: ServerResponse, pages: DebugPag
   if (path === '/debug/health') {
     const failures = await pages.health();
     return send(res, Object.keys(failures).length === 0 ? 200 : 503, failures);
+  }
+  if (path === '/debug/pprof' || path.startsWith('/debug/pprof/')) {
+    if (!pages.profiles) return send(res, 404, { error: 'profiles are taken per process: with http.workers above 1 the debug listener speaks for several, so /debug/pprof is not offered' });
+    // loaded on the first profile: node:inspector and node:v8 are not needed otherwise
+    const { serveProfile } = await import('./profiles.js');
+    const refused = await serveProfile(path, new URL(req.url ?? '/', 'http://debug').searchParams, req, res);
+    if (refused) send(res, refused.status, { error: refused.error });
+    return;
   }
   if (pages.metrics && path === pages.metrics.path) {
     const { body, contentType } = await pages.metrics.render();

@@ -45,6 +45,7 @@ export const debugFeature: Feature<DebugConfig> = {
       },
       close: async () => server?.close(),
     };
+    if (metrics) parts.watchCache = (counts) => metrics.watchCache(counts);
     if (metrics && InstrumentedDriver) parts.wrapDriver = (inner) => new InstrumentedDriver(inner, metrics);
     return parts;
   },

@@ -69,6 +69,8 @@ export interface FeatureParts {
   sharedCache?: SharedCache;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
+  /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */
+  watchCache?(counts: Readonly<{ requests: number; hits: number; errors: number }>): void;
   /** numbers for /debug/vars (a section each) and Prometheus (a gauge each); the same keys every time */
   figures?(): Figures;
   /** paths of the feature's own on the main port (the web interface) */

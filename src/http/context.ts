@@ -52,6 +52,8 @@ export interface Pages {
 export interface RequestMetrics {
   /** `route` is the route kind (blob, manifest, uploads, ...), `unknown` when none matched */
   observeRequest(method: string, route: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void;
+  /** a request on a route of kind `route` has started; the function returned is called once, when its response closes */
+  requestStarted?(route: string): () => void;
 }
 
 export type Handler<R extends Route = Route> = (req: FastifyRequest, reply: FastifyReply, route: R, services: Services) => Promise<unknown>;

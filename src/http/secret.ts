@@ -19,7 +19,7 @@ export async function uploadSecret(
   if (stored && stored.length > 0) return stored.toString();
   const generated = randomBytes(32).toString('base64url');
   if (options.readOnly) return generated; // no uploads in read-only mode, and nothing may be written
-  await driver.putContent(layout.UPLOAD_SECRET, Buffer.from(generated)).catch((err) => {
+  await driver.putContent(layout.UPLOAD_SECRET, Buffer.from(generated), { secret: true }).catch((err) => {
     throw new StorageError(`storage is not writable (${(err as Error).message}); berth keeps its upload secret there when http.secret is not set`, driver.name, { cause: err });
   });
   // two instances starting at once on empty storage: the last write wins, and reading it back

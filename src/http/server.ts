@@ -96,6 +96,14 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
     return payload;
   });
   const metrics = services.requestMetrics;
+  if (metrics?.requestStarted) {
+    const started = metrics.requestStarted.bind(metrics);
+    app.addHook('onRequest', async (req, reply) => {
+      const kind = routeKindOf(req.url, edge.prefix);
+      // 'close' comes once whether the response ended or the client went away
+      if (kind) reply.raw.once('close', started(kind));
+    });
+  }
   if (metrics || edge.accessLog) {
     app.addHook('onResponse', async (req, reply) => {
       const bytes = exchangeBytes(req, reply);
@@ -116,6 +124,17 @@ function setCommonHeaders(req: FastifyRequest, reply: FastifyReply, configured: 
   reply.header('x-request-id', req.id);
   reply.header(API_VERSION_HEADER, API_VERSION);
   for (const [name, values] of Object.entries(configured)) reply.header(name, values.join(', '));
+}
+
+/** the kind of route `url` names below `prefix`, for metrics taken before dispatch; undefined for none or an invalid name */
+function routeKindOf(url: string, prefix: string): string | undefined {
+  const rawPath = url.split('?')[0];
+  const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
+  try {
+    return matchRoute(path)?.kind;
+  } catch {
+    return undefined;
+  }
 }
 
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {

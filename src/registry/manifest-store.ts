@@ -75,10 +75,11 @@ export class ManifestStore {
   }
 
   /**
-   * validates and stores a pushed manifest; with a tag reference, points the tag at it. `signal`:
+   * validates and stores a pushed manifest; with a tag reference, points the tag at it, and so
+   * with each of `tags` (a push by digest with `?tag=` parameters, checked by the caller). `signal`:
    * aborted when the client is gone, which stops the validation
    */
-  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer, signal?: AbortSignal): Promise<ParsedManifest> {
+  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer, signal?: AbortSignal, tags: readonly string[] = []): Promise<ParsedManifest> {
     // stored under the algorithm of a digest reference; a tag names the sha256 digest
     const algorithm = 'digest' in reference ? digestAlgorithm(reference.digest) : 'sha256';
     const manifest = await parseManifest(contentType, body, { schema1: this.options.schema1, signal, algorithm });
@@ -96,6 +97,7 @@ export class ManifestStore {
       await this.storeRevision(name, manifest.digest, meta);
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
       if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
+      for (const tag of tags) await this.tags.tag(name, tag, manifest.digest);
     });
     return manifest;
   }

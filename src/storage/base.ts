@@ -15,6 +15,7 @@ import {
   unlessMissing,
   type FileInfo,
   type FileWriter,
+  type PutOptions,
   type RedirectRequest,
   type StorageDriver,
   type WalkFn,
@@ -32,7 +33,7 @@ export abstract class BaseDriver implements StorageDriver {
 
   /** the backend operations, on checked paths (file paths, or directory paths that may be '/') */
   protected abstract _getContent(path: string): Promise<Buffer>;
-  protected abstract _putContent(path: string, data: Buffer): Promise<void>;
+  protected abstract _putContent(path: string, data: Buffer, options?: PutOptions): Promise<void>;
   /** `offset` is a non-negative integer; the driver checks it against the file's size */
   protected abstract _reader(path: string, offset: number, length: number | undefined): Promise<Readable>;
   protected abstract _writer(path: string, append: boolean): Promise<FileWriter>;
@@ -60,8 +61,8 @@ export abstract class BaseDriver implements StorageDriver {
     return this.checked(path, () => this._getContent(path));
   }
 
-  putContent(path: string, data: Buffer): Promise<void> {
-    return this.checked(path, () => this._putContent(path, data));
+  putContent(path: string, data: Buffer, options?: PutOptions): Promise<void> {
+    return this.checked(path, () => this._putContent(path, data, options));
   }
 
   async reader(path: string, offset = 0, length?: number): Promise<Readable> {

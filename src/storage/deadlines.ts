@@ -11,7 +11,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { StorageUnavailableError, type FileInfo, type FileWriter, type RedirectRequest, type StorageDriver, type WalkFn, type WalkOptions } from './driver.js';
+import { StorageUnavailableError, type FileInfo, type FileWriter, type PutOptions, type RedirectRequest, type StorageDriver, type WalkFn, type WalkOptions } from './driver.js';
 import { ForwardingDriver } from './forwarding.js';
 
 export interface DeadlineOptions {
@@ -55,8 +55,8 @@ export class DeadlineDriver extends ForwardingDriver {
   override getContent(path: string): Promise<Buffer> {
     return this.call('getcontent', path, true, () => super.getContent(path));
   }
-  override putContent(path: string, data: Buffer): Promise<void> {
-    return this.call('putcontent', path, true, () => super.putContent(path, data));
+  override putContent(path: string, data: Buffer, options?: PutOptions): Promise<void> {
+    return this.call('putcontent', path, true, () => super.putContent(path, data, options));
   }
   override reader(path: string, offset?: number, length?: number): Promise<Readable> {
     return this.call('reader', path, true, () => super.reader(path, offset, length));

@@ -59,12 +59,19 @@ export interface FileWriter {
   cancel(): Promise<void>;
 }
 
+export interface PutOptions {
+  secret?: boolean;
+}
+
 export interface StorageDriver {
   readonly name: string;
   /** whole content of a small file (links, manifests, hash state) */
   getContent(path: string): Promise<Buffer>;
-  /** atomic: concurrent readers see the old content or the new, never a mix or a prefix */
-  putContent(path: string, data: Buffer): Promise<void>;
+  /**
+   * atomic: concurrent readers see the old content or the new, never a mix or a prefix.
+   * `options.secret`: readable by the registry's own user only (filesystem: mode 0600 from creation)
+   */
+  putContent(path: string, data: Buffer, options?: PutOptions): Promise<void>;
   /**
    * stream of the file's bytes from `offset`, at most `length` of them (to the end when
    * undefined); offset past the end -> InvalidOffsetError

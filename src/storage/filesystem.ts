@@ -17,6 +17,7 @@ import {
   UnsupportedMethodError,
   type FileInfo,
   type FileWriter,
+  type PutOptions,
   readEnd,
   chunksOf,
 } from './driver.js';
@@ -112,7 +113,7 @@ export class FilesystemDriver extends BaseDriver {
     }
   }
 
-  protected async _putContent(path: string, data: Buffer): Promise<void> {
+  protected async _putContent(path: string, data: Buffer, options?: PutOptions): Promise<void> {
     const file = this.local(path);
     // a concurrent delete of a parent directory (a manifest DELETE racing a PUT) can remove it
     // between mkdir and rename: the write starts again in a fresh directory
@@ -120,7 +121,7 @@ export class FilesystemDriver extends BaseDriver {
       const temp = join(dirname(file), `.${basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
       try {
         await mkdir(dirname(file), { recursive: true });
-        const fh = await open(temp, 'wx');
+        const fh = await open(temp, 'wx', options?.secret ? 0o600 : 0o666);
         try {
           await fh.writeFile(data);
           await fh.sync(); // so a crash after the rename cannot leave an empty file behind

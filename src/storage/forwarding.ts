@@ -4,7 +4,7 @@
  * checks the paths.
  */
 import type { Readable } from 'node:stream';
-import type { FileInfo, FileWriter, RedirectRequest, StorageDriver, WalkFn, WalkOptions } from './driver.js';
+import type { FileInfo, FileWriter, PutOptions, RedirectRequest, StorageDriver, WalkFn, WalkOptions } from './driver.js';
 
 export class ForwardingDriver implements StorageDriver {
   constructor(protected readonly inner: StorageDriver) {}
@@ -15,8 +15,8 @@ export class ForwardingDriver implements StorageDriver {
   getContent(path: string): Promise<Buffer> {
     return this.inner.getContent(path);
   }
-  putContent(path: string, data: Buffer): Promise<void> {
-    return this.inner.putContent(path, data);
+  putContent(path: string, data: Buffer, options?: PutOptions): Promise<void> {
+    return this.inner.putContent(path, data, options);
   }
   reader(path: string, offset?: number, length?: number): Promise<Readable> {
     return this.inner.reader(path, offset, length);

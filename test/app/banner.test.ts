@@ -82,7 +82,7 @@ describe('start-up failures are one message naming the key', () => {
     try {
       await assert.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', file], { cwd: REPO_ROOT, timeout: 30_000 }), (err: { code: number; stderr: string }) => {
         assert.equal(err.code, 1);
-        assert.match(err.stderr, /^berth: storage\.filesystem\.rootdirectory: cannot use .*a-file\/data: ENOTDIR/);
+        assert.match(err.stderr, /^berth: invalid configuration \(.*config\.yml\):\n  - storage\.filesystem\.rootdirectory: cannot use .*a-file\/data: ENOTDIR/);
         assert.doesNotMatch(err.stderr, /\n\s+at /, 'no stack trace');
         return true;
       });

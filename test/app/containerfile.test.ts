@@ -29,17 +29,20 @@ describe('Containerfile', () => {
     assert.deepEqual(problems, []);
   });
 
-  it('is a drop-in for registry:2: port 5000, /etc/docker/registry/config.yml, the /var/lib/registry volume', () => {
+  it('is a drop-in for registry:2 and registry:3: port 5000, /etc/docker/registry/config.yml, the /var/lib/registry volume', () => {
     assert.match(finalStage, /^EXPOSE 5000$/m);
     assert.match(finalStage, /^VOLUME \["\/var\/lib\/registry"\]$/m);
     assert.match(finalStage, /^COPY contrib\/container\/config\.yml \/etc\/docker\/registry\/config\.yml$/m);
-    assert.match(finalStage, /^ENTRYPOINT \["berth"\]$/m);
-    assert.match(finalStage, /^CMD \["serve", "\/etc\/docker\/registry\/config\.yml"\]$/m);
+    // Distribution's entrypoint rules and the two configuration places: test/app/container-entrypoint.test.ts
+    assert.match(finalStage, /^COPY contrib\/container\/entrypoint\.sh contrib\/container\/healthcheck\.mjs \/usr\/local\/lib\/berth\/$/m);
+    assert.match(finalStage, /^ENTRYPOINT \["\/usr\/local\/lib\/berth\/entrypoint\.sh"\]$/m);
+    assert.match(finalStage, /^CMD \["serve"\]$/m);
+    assert.match(finalStage, /ln -s "\$\(command -v berth\)" \/usr\/local\/bin\/registry/);
   });
 
-  it('runs as a user that is not root, with a health check on /livez', () => {
+  it('runs as a user that is not root, with a health check that follows the configuration', () => {
     assert.match(finalStage, /^USER node$/m);
-    assert.match(finalStage, /^HEALTHCHECK .*\/livez/m);
+    assert.match(finalStage, /^HEALTHCHECK .*CMD \["\/usr\/local\/lib\/berth\/entrypoint\.sh", "healthcheck"\]$/m);
   });
 
   it("carries a configuration berth accepts, with its data in the image's volume", async () => {

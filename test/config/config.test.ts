@@ -402,7 +402,7 @@ describe('berth --version, help and exit codes', () => {
     await assert.rejects(run(process.execPath, [...cli, 'frobnicate']), (err: { code: number; stderr: string; stdout: string }) => {
       assert.equal(err.code, 2);
       assert.equal(err.stdout, '');
-      assert.match(err.stderr, /^usage:/);
+      assert.match(err.stderr, /^berth: unknown command "frobnicate"\nusage:/);
       return true;
     });
   });

@@ -24,6 +24,9 @@ interface Entry {
 export class DirectoryCache {
   private readonly entries: LRUCache<string, Entry>;
 
+  /** reads asked, reads answered from the cache (local or shared), shared entries unreadable: Distribution's registry_storage_cache_* */
+  readonly counts = { requests: 0, hits: 0, errors: 0 };
+
   constructor(
     private readonly driver: StorageDriver,
     readonly maxEntries = DIRECTORY_CACHE_ENTRIES,
@@ -43,6 +46,7 @@ export class DirectoryCache {
    */
   async read<T>(dir: string, key: string, missing: T, load: () => Promise<T>): Promise<T> {
     const id = `${key} ${dir}`;
+    this.counts.requests++;
     let version: string | undefined;
     try {
       version = await this.driver.childrenVersion(dir);
@@ -58,6 +62,7 @@ export class DirectoryCache {
     const hit = this.entries.get(id) ?? (await this.fromShared(id));
     if (hit?.version === version) {
       this.entries.set(id, hit);
+      this.counts.hits++;
       return hit.value as T;
     }
     const value = await load();
@@ -73,6 +78,7 @@ export class DirectoryCache {
     try {
       return JSON.parse(stored.toString()) as Entry;
     } catch {
+      this.counts.errors++;
       return undefined; // not ours (written by another program under the prefix): read from storage
     }
   }

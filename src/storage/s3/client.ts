@@ -92,8 +92,11 @@ export function buildS3Client(options: S3DriverOptions): S3Client {
     customUserAgent: options.useragent,
     credentials:
       options.accesskey && options.secretkey ? { accessKeyId: options.accesskey, secretAccessKey: options.secretkey } : undefined,
-    // S3-compatible stores (radosgw, ...) refuse the SDK's default streamed checksums (411 MissingContentLength)
-    ...(endpoint !== undefined ? { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } : {}),
+    // the SDK's default checksums (since 3.729) break S3-compatible stores (radosgw: 411
+    // MissingContentLength; R2, MinIO, B2) and pre-signed GETs (x-amz-checksum-mode), on AWS too
+    // (aws-sdk-js-v3#6810, #6994): sent and checked only where an operation requires them
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
     // throttling, 5xx and network errors are retried with exponential back-off (standard mode)
     maxAttempts: options.maxAttempts ?? 5,
     retryMode: 'standard',
