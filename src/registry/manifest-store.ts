@@ -96,8 +96,30 @@ export class ManifestStore {
       await this.storeRevision(name, manifest.digest, meta);
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
       if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
+      await this.keepWritten(name, manifest, 'tag' in reference ? reference.tag : undefined, meta, body.length);
     });
     return manifest;
+  }
+
+  /**
+   * The PUT's half of the deletion protocol (gc/deleting.ts): once no deleter (retention, online
+   * deletion of untagged manifests) works in the repository, what this PUT wrote is read back from
+   * storage and written again if one took it meanwhile, so the 201 that follows holds.
+   */
+  private async keepWritten(name: string, manifest: ParsedManifest, tag: string | undefined, meta: RevisionMeta, size: number): Promise<void> {
+    const digest = manifest.digest;
+    for (let attempt = 1; await this.blobs.settle(name); attempt++) {
+      const [linked, recorded, tagged] = await Promise.all([
+        linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest),
+        readRevisionMeta(this.driver, name, digest).catch(() => undefined),
+        tag === undefined || linksTo(this.driver, layout.tagCurrentLink(name, tag), digest),
+      ]);
+      if (linked && recorded && tagged) return;
+      if (attempt > META_ATTEMPTS) throw new Error(`revision ${digest} in ${name} keeps being deleted while it is pushed`);
+      await this.storeRevision(name, digest, meta);
+      if (manifest.subject) await this.indexReferrer(name, manifest, size);
+      if (tag !== undefined) await this.tags.tag(name, tag, digest);
+    }
   }
 
   /**
