@@ -27,7 +27,8 @@ const COMMANDS: Record<string, string> = {
     print the configuration's JSON Schema (for editors)`,
   'garbage-collect': `berth garbage-collect [--dry-run] [--delete-untagged] [--quiet] [--retention] CONFIG.yml
     delete the blobs no manifest references (with --delete-untagged, also the manifests no tag
-    reaches); needs storage.maintenance.readonly.enabled (or --dry-run). --retention first applies
+    reaches). Read-only configuration: at once; otherwise safely beside live registries, by online
+    collection's protocol (trash, storage.maintenance.gc.delay). --retention first applies
     storage.maintenance.retention.policies (tags and untagged manifests, with delete events)`,
   verify: `berth verify [--repository NAME] [--fix] CONFIG.yml
     check that every blob hashes to its name and every link and manifest reference exists; exit 1
@@ -179,7 +180,11 @@ async function verifyStorage(argv: string[]): Promise<number> {
   }
 }
 
-/** offline collection: refused unless the configuration is read-only (docs/decisions.md, "Garbage collection (offline)") */
+/**
+ * `berth garbage-collect`: with a read-only configuration (nothing writes) or --dry-run, the direct
+ * collection; otherwise instances may be serving the storage, and the collection follows online
+ * collection's protocol (docs/decisions.md, "Garbage collection (offline)")
+ */
 async function garbageCollect(argv: string[]): Promise<number> {
   startupDone(); // a collection allocates much while it walks the storage: V8's usual young generation
   const args = parseCollectArgs(argv);
@@ -188,14 +193,6 @@ async function garbageCollect(argv: string[]): Promise<number> {
     return 2;
   }
   const { config } = await loadConfig(args.file);
-  if (!config.storage.maintenance.readonly.enabled && !args.dryRun) {
-    console.error(
-      'berth garbage-collect: the configuration is not read-only: a registry writing to this storage during the collection can lose images.\n' +
-        'Stop every registry using it or restart them with storage.maintenance.readonly.enabled: true, then run with that setting ' +
-        '(REGISTRY_STORAGE_MAINTENANCE_READONLY_ENABLED=true berth garbage-collect ...), or use --dry-run.',
-    );
-    return 1;
-  }
   if (args.retention && (config.storage.maintenance.retention?.policies.length ?? 0) === 0) {
     console.error('berth garbage-collect: --retention needs storage.maintenance.retention.policies in the configuration (see docs/configuration.md)');
     return 1;
@@ -204,6 +201,7 @@ async function garbageCollect(argv: string[]): Promise<number> {
   try {
     await driver.ready?.();
     if (args.retention) await retentionBeforeCollection(driver, config, args);
+    if (!config.storage.maintenance.readonly.enabled && !args.dryRun) return await collectBesideInstances(driver, config, args);
     const progress = progressLine();
     const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => progress.print(line), progress: progress.update });
     progress.done();
@@ -211,6 +209,36 @@ async function garbageCollect(argv: string[]): Promise<number> {
   } finally {
     await driver.close?.();
   }
+  return 0;
+}
+
+/**
+ * A writable configuration: registries may be serving this storage and every writable berth
+ * instance records uses, so the collection is the online one (use records, trash, the delay of
+ * storage.maintenance.gc.delay), under the lease when it is free (a collection is safe without
+ * it; the lease only spares duplicate work).
+ */
+async function collectBesideInstances(driver: StorageDriver, config: Config, args: { deleteUntagged: boolean; quiet: boolean }): Promise<number> {
+  const { collectOnline } = await import('./registry/gc/online.js');
+  const { Lease } = await import('./registry/gc/lease.js');
+  const { LEASE_SETTLE_MS, LEASE_TTL_MS, onlineLine, underLease } = await import('./registry/gc/task.js');
+  const delayMs = config.storage.maintenance.gc.delay;
+  console.error(
+    `berth garbage-collect: the configuration is not read-only, so registries may be using this storage: collecting as online collection does ` +
+      `(what was unused for storage.maintenance.gc.delay, ${delayMs / 1000}s, goes to the trash, and a later run deletes it from there). ` +
+      'With every registry stopped or read-only, run with storage.maintenance.readonly.enabled: true to delete at once.',
+  );
+  const collect = () => collectOnline(driver, { delayMs, dryRun: false, deleteUntagged: args.deleteUntagged, report: args.quiet ? undefined : (line) => console.log(line) });
+  let summary: Awaited<ReturnType<typeof collectOnline>> | undefined;
+  const logger = createLogger(config.log, process.stderr);
+  const held = await underLease(new Lease(driver, { ttlMs: LEASE_TTL_MS, settleMs: LEASE_SETTLE_MS }), logger, async () => {
+    summary = await collect();
+  });
+  if (!held) {
+    console.error('berth garbage-collect: an instance is collecting now (it holds the lease); collecting anyway, which is safe but repeats its work');
+    summary = await collect();
+  }
+  console.log(onlineLine(summary!, false, args.deleteUntagged));
   return 0;
 }
 
