@@ -110,6 +110,19 @@ describe('retention against pushes in flight (filesystem)', () => {
     assert.equal(summary.manifestsDeleted, 0, 'the child was put back, not deleted');
   });
 
+  it('a re-push of a tag with the digest it already names renews its age', async () => {
+    const image = await pushImageOK(berth.url, 'ret/renew', buildImage('docker-v2', { layers: 1 }), 'v1');
+    const other = await pushImageOK(berth.url, 'ret/renew', buildImage('docker-v2', { layers: 1 }), 'v2');
+    await clock.advance(HOUR);
+    assert.equal((await putManifest(berth.url, 'ret/renew', 'v1', image.body, image.mediaType)).status, 201);
+    await clock.advance(500);
+    await pushImageOK(berth.url, 'ret/renew', buildImage('docker-v2', { layers: 1 }), 'v3'); // the newest, kept by `newest: 1`
+    const summary = await applyRetention(berth.app.driver, { policies: compilePolicies([{ ...POLICIES[0], repositories: ['ret/renew'] }]), now: clock.now(), dryRun: false });
+    assert.equal(await status('ret/renew', 'v1', image), 200, 'pushed again 500 ms ago: younger than tagsolderthan (1 s)');
+    assert.equal(await status('ret/renew', 'v2', other), 404, 'pushed an hour ago');
+    assert.deepEqual(summary, { repositories: 1, tagsDeleted: 1, manifestsDeleted: 1 });
+  });
+
   it("a dry run's summary counts the tags of every repository it went through at once (issue 32)", async () => {
     for (const n of [1, 2, 3, 4, 5]) {
       await pushImageOK(berth.url, `ret/many/r${n}`, buildImage('docker-v2', { layers: 1 }), 'old');
