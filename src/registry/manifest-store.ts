@@ -12,7 +12,7 @@ import { digestAlgorithm, digestBytes, isDigest, type Digest } from './digest.js
 import { listDigests } from './digest-dirs.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { linksTo, writeLink } from './links.js';
+import { linksTo, readLink, writeLink } from './links.js';
 import { readRevisionMeta, writeRevisionMeta, type RevisionMeta } from './revision-meta.js';
 import { checkRepository, keepRepository } from './repositories.js';
 import { mapLimited, REQUEST_IO_CONCURRENCY } from './pool.js';
@@ -112,7 +112,8 @@ export class ManifestStore {
       const [linked, recorded, tagged] = await Promise.all([
         linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest),
         readRevisionMeta(this.driver, name, digest).catch(() => undefined),
-        tag === undefined || linksTo(this.driver, layout.tagCurrentLink(name, tag), digest),
+        // a tag naming another digest was pushed since: that push's, not a deletion
+        tag === undefined || readLink(this.driver, layout.tagCurrentLink(name, tag)).then((current) => current !== undefined),
       ]);
       if (linked && recorded && tagged) return;
       if (attempt > META_ATTEMPTS) throw new Error(`revision ${digest} in ${name} keeps being deleted while it is pushed`);
