@@ -1,4 +1,8 @@
-/** `berth garbage-collect`: the offline collection, refused unless the configuration is read-only (docs/decisions.md, "Garbage collection (offline)") */
+/**
+ * `berth garbage-collect`: with a read-only configuration (nothing writes) or --dry-run, the direct
+ * collection; otherwise instances may be serving the storage, and the collection follows online
+ * collection's protocol (docs/decisions.md, "Garbage collection (offline)")
+ */
 import { startupDone } from '../runtime/startup-heap.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
@@ -18,14 +22,6 @@ export async function garbageCollect(argv: string[]): Promise<number> {
     return 2;
   }
   const { config } = await loadConfig(args.file);
-  if (!config.storage.maintenance.readonly.enabled && !args.dryRun) {
-    console.error(
-      'berth garbage-collect: the configuration is not read-only: a registry writing to this storage during the collection can lose images.\n' +
-        'Stop every registry using it or restart them with storage.maintenance.readonly.enabled: true, then run with that setting ' +
-        '(REGISTRY_STORAGE_MAINTENANCE_READONLY_ENABLED=true berth garbage-collect ...), or use --dry-run.',
-    );
-    return 1;
-  }
   if (args.retention && (config.storage.maintenance.retention?.policies.length ?? 0) === 0) {
     console.error('berth garbage-collect: --retention needs storage.maintenance.retention.policies in the configuration (see docs/configuration.md)');
     return 1;
@@ -34,6 +30,7 @@ export async function garbageCollect(argv: string[]): Promise<number> {
   try {
     await driver.ready?.();
     if (args.retention) await retentionBeforeCollection(driver, config, args);
+    if (!config.storage.maintenance.readonly.enabled && !args.dryRun) return await collectBesideInstances(driver, config, args);
     const progress = progressLine();
     const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => progress.print(line), progress: progress.update });
     progress.done();
@@ -41,6 +38,26 @@ export async function garbageCollect(argv: string[]): Promise<number> {
   } finally {
     await driver.close?.();
   }
+  return 0;
+}
+
+/**
+ * A writable configuration: registries may be serving this storage and every writable berth
+ * instance records uses, so the collection is the online one (use records, trash, the delay of
+ * storage.maintenance.gc.delay). It does not wait for the instances' shared schedule: a second
+ * collection at the same time is safe, it only repeats work.
+ */
+async function collectBesideInstances(driver: StorageDriver, config: Config, args: { deleteUntagged: boolean; quiet: boolean }): Promise<number> {
+  const { collectOnline } = await import('../registry/gc/online.js');
+  const { onlineLine } = await import('../registry/gc/task.js');
+  const delayMs = config.storage.maintenance.gc.delay;
+  console.error(
+    `berth garbage-collect: the configuration is not read-only, so registries may be using this storage: collecting as online collection does ` +
+      `(what was unused for storage.maintenance.gc.delay, ${delayMs / 1000}s, goes to the trash, and a later run deletes it from there). ` +
+      'With every registry stopped or read-only, run with storage.maintenance.readonly.enabled: true to delete at once.',
+  );
+  const summary = await collectOnline(driver, { delayMs, dryRun: false, deleteUntagged: args.deleteUntagged, report: args.quiet ? undefined : (line) => console.log(line) });
+  console.log(onlineLine(summary, false, args.deleteUntagged));
   return 0;
 }
 

@@ -10,7 +10,8 @@ export const COMMANDS: Record<string, string> = {
     print the configuration's JSON Schema (for editors)`,
   'garbage-collect': `berth garbage-collect [--dry-run] [--delete-untagged] [--quiet] [--retention] CONFIG.yml
     delete the blobs no manifest references (with --delete-untagged, also the manifests no tag
-    reaches); needs storage.maintenance.readonly.enabled (or --dry-run). --retention first applies
+    reaches). Read-only configuration: at once; otherwise safely beside live registries, by online
+    collection's protocol (trash, storage.maintenance.gc.delay). --retention first applies
     storage.maintenance.retention.policies (tags and untagged manifests, with delete events)`,
   verify: `berth verify [--repository NAME] [--fix] CONFIG.yml
     check that every blob hashes to its name and every link and manifest reference exists; exit 1

@@ -1,6 +1,7 @@
 /**
  * Retention policies (storage.maintenance.retention, src/registry/retention/): a pass every
- * `interval`, shared by every instance on the storage, not run by a read-only registry.
+ * `interval`, shared by every instance on the storage, not run by a read-only registry. The PUT's
+ * half of its deletion protocol is on every writable instance (features/gc.ts).
  */
 import type { RetentionPolicy } from '../registry/retention/policy.js';
 import type { Feature } from './feature.js';

@@ -24,6 +24,8 @@ export interface BlobGuard {
   touch(digests: Iterable<string>): Promise<void>;
   /** puts a blob a collection moved to its trash back under blobs/; false when it is not there */
   rescue(digest: Digest): Promise<boolean>;
+  /** returns once nothing is deleting tags or manifests in `name` (a manifest PUT then reads back what it wrote) */
+  settle(name: string): Promise<void>;
 }
 
 export class BlobStore {
@@ -62,6 +64,16 @@ export class BlobStore {
   /** records the use of blobs about to be checked and relied on (online garbage collection) */
   async touch(digests: Iterable<string>): Promise<void> {
     await this.guard?.touch(digests);
+  }
+
+  /**
+   * after a manifest PUT's writes: waits while a deleter works in `name` (gc/deleting.ts); false
+   * when nothing deletes while the registry serves (no guard), so there is nothing to read back
+   */
+  async settle(name: string): Promise<boolean> {
+    if (!this.guard) return false;
+    await this.guard.settle(name);
+    return true;
   }
 
   /** the blob's bytes from `offset`, `length` of them (to the end when undefined) */

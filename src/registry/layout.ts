@@ -27,6 +27,13 @@ export const GC_MARK_STARTED = `${GC_STATE}/mark-started`;
 export function gcTouch(digest: Digest): string {
   return `${GC_STATE}/touched/${hexOf(digest)}`;
 }
+/**
+ * where a deleter (retention, online deletion of untagged manifests) marks a repository while it
+ * deletes one of its tags or revisions (gc/deleting.ts); `_markers` cannot be a repository component
+ */
+export function gcDeletingMarkers(name: string): string {
+  return `${GC_STATE}/deleting/${name}/_markers`;
+}
 export const GC_TRASH = `${GC_STATE}/trash`;
 /** where a collection moves a blob's data before it is deleted for good, so a late user can take it back */
 export function gcTrashData(digest: Digest): string {

@@ -12,7 +12,7 @@ import { digestAlgorithm, digestBytes, isDigest, type Digest } from './digest.js
 import { listDigests } from './digest-dirs.js';
 import { RegistryError, type ErrorEntry } from './errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { linksTo, writeLink } from './links.js';
+import { linksTo, readLink, writeLink } from './links.js';
 import { readRevisionMeta, writeRevisionMeta, type RevisionMeta } from './revision-meta.js';
 import { checkRepository, keepRepository } from './repositories.js';
 import { mapLimited, REQUEST_IO_CONCURRENCY } from './pool.js';
@@ -98,8 +98,31 @@ export class ManifestStore {
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
       if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
       for (const tag of tags) await this.tags.tag(name, tag, manifest.digest);
+      await this.keepWritten(name, manifest, 'tag' in reference ? [reference.tag, ...tags] : tags, meta, body.length);
     });
     return manifest;
+  }
+
+  /**
+   * The PUT's half of the deletion protocol (gc/deleting.ts): once no deleter (retention, online
+   * deletion of untagged manifests) works in the repository, what this PUT wrote is read back from
+   * storage and written again if one took it meanwhile, so the 201 that follows holds.
+   */
+  private async keepWritten(name: string, manifest: ParsedManifest, tags: readonly string[], meta: RevisionMeta, size: number): Promise<void> {
+    const digest = manifest.digest;
+    for (let attempt = 1; await this.blobs.settle(name); attempt++) {
+      const [linked, recorded, untagged] = await Promise.all([
+        linksTo(this.driver, layout.manifestRevisionLink(name, digest), digest),
+        readRevisionMeta(this.driver, name, digest).catch(() => undefined),
+        // only a tag that is gone was taken: one naming another digest was pushed since, by someone else
+        Promise.all(tags.map(async (tag) => ((await readLink(this.driver, layout.tagCurrentLink(name, tag))) === undefined ? [tag] : []))).then((gone) => gone.flat()),
+      ]);
+      if (linked && recorded && untagged.length === 0) return;
+      if (attempt > META_ATTEMPTS) throw new Error(`revision ${digest} in ${name} keeps being deleted while it is pushed`);
+      await this.storeRevision(name, digest, meta);
+      if (manifest.subject) await this.indexReferrer(name, manifest, size);
+      for (const tag of untagged) await this.tags.tag(name, tag, digest);
+    }
   }
 
   /**

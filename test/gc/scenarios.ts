@@ -42,10 +42,13 @@ export function describeCollection(kind: StoreKind, options: { skip?: string | f
       const ownBytes = gone.body.length + gone.blobs[0].size + gone.blobs[2].size;
 
       if (kind !== 'inmemory') {
-        const refused = await store.collect([], { readOnly: false });
-        assert.equal(refused.code, 1, refused.stderr);
-        assert.match(refused.stderr, /not read-only/);
-        for (const digest of own) assert.notEqual(await store.stored(digest), undefined, 'a refused collection deletes nothing');
+        // writable: collected as beside live registries (online collection's protocol), where
+        // nothing used within storage.maintenance.gc.delay goes
+        const live = await store.collect([], { readOnly: false });
+        assert.equal(live.code, 0, live.stderr);
+        assert.match(live.stderr, /not read-only, so registries may be using this storage/);
+        assert.match(live.stdout, /: 0 blobs \(0 bytes\) to the trash/);
+        for (const digest of own) assert.notEqual(await store.stored(digest), undefined, 'nothing younger than the delay goes');
       }
 
       const dry = await store.collect(['--dry-run'], { readOnly: false });

@@ -1,7 +1,8 @@
 /**
  * Garbage collection, offline (`berth garbage-collect`): mark what the manifests keep, sweep the
- * rest. The registries sharing the storage must not write meanwhile (docs/decisions.md, "Garbage
- * collection (offline)"). See README.md in this directory.
+ * rest. The registries sharing the storage must not write meanwhile: the command takes this path
+ * only with a read-only configuration or --dry-run, and collects by online.ts otherwise
+ * (docs/decisions.md, "Garbage collection (offline)"). See README.md in this directory.
  */
 import type { StorageDriver } from '../../storage/driver.js';
 import { readGraph } from './graph.js';

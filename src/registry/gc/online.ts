@@ -18,7 +18,7 @@
  * unmarked. Tags and `_layers` links stay.
  */
 import { randomUUID } from 'node:crypto';
-import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../storage/driver.js';
+import { PathNotFoundError, unlessMissing, type FileInfo, type StorageDriver } from '../../storage/driver.js';
 import { digestOfHex, type Digest } from '../digest.js';
 import { forEachStoredBlob } from '../digest-dirs.js';
 import * as layout from '../layout.js';
@@ -72,7 +72,7 @@ export async function collectOnline(driver: StorageDriver, options: OnlineOption
   const recent = (touch: TouchRecord | undefined) => touch !== undefined && touch.modTime.getTime() >= horizon;
 
   const marked = new Set<string>();
-  const untaggedPass = { horizon, recent, dryRun: options.dryRun };
+  const untaggedPass = { spare: (_: Digest, link: FileInfo, touch: TouchRecord | undefined) => link.modTime.getTime() >= horizon || recent(touch), dryRun: options.dryRun };
   await forEach(repositoryNames(driver), REPOSITORIES_AT_ONCE, async (name) => {
     summary.repositories++;
     const graph = await readGraph(driver, name);

@@ -35,7 +35,12 @@ export function collectionTask(
     async run() {
       const summary = await collectOnline(driver, { delayMs: settings.delay, dryRun: settings.dryrun, deleteUntagged: settings.deleteuntagged });
       done(summary);
-      logger.info({ ...summary, dryRun: settings.dryrun }, `garbage collection${settings.dryrun ? ' (dry run)' : ''}: ${settings.deleteuntagged ? `${summary.manifestsDeleted} untagged manifests deleted (${summary.manifestsRestored} restored), ` : ''}${summary.blobsTrashed} blobs (${summary.bytesTrashed} bytes) to the trash, ${summary.blobsPurged} (${summary.bytesFreed} bytes) deleted from it, ${summary.blobsRestored} restored, ${summary.blobsSpared} spared, in ${(summary.durationMs / 1000).toFixed(2)}s`);
+      logger.info({ ...summary, dryRun: settings.dryrun }, onlineLine(summary, settings.dryrun, settings.deleteuntagged));
     },
   });
+}
+
+/** an online collection's summary as one line */
+export function onlineLine(summary: OnlineSummary, dryRun: boolean, deleteUntagged: boolean): string {
+  return `garbage collection${dryRun ? ' (dry run)' : ''}: ${deleteUntagged ? `${summary.manifestsDeleted} untagged manifests deleted (${summary.manifestsRestored} restored), ` : ''}${summary.blobsTrashed} blobs (${summary.bytesTrashed} bytes) to the trash, ${summary.blobsPurged} (${summary.bytesFreed} bytes) deleted from it, ${summary.blobsRestored} restored, ${summary.blobsSpared} spared, in ${(summary.durationMs / 1000).toFixed(2)}s`;
 }

@@ -10,6 +10,7 @@ import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../stor
 import type { BlobGuard } from '../blobs.js';
 import type { Digest } from '../digest.js';
 import * as layout from '../layout.js';
+import { waitForDeleters } from './deleting.js';
 import { forEach, REQUEST_IO_CONCURRENCY } from '../pool.js';
 
 export interface TouchRecord {
@@ -57,6 +58,10 @@ export class TouchingGuard implements BlobGuard {
       if (err instanceof PathNotFoundError) return false;
       throw err;
     }
+  }
+
+  settle(name: string): Promise<void> {
+    return waitForDeleters(this.driver, name);
   }
 
   private forgetOld(now: number): void {

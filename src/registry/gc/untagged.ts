@@ -1,11 +1,15 @@
 /**
- * Online deletion of one untagged manifest (storage.maintenance.gc.deleteuntagged), with the same
+ * Deletion of untagged manifests while the registry serves (storage.maintenance.gc.deleteuntagged,
+ * and retention's untaggedolderthan: ../retention/), with the same
  * two-sided protocol as the blob sweep (docs/decisions.md, "Garbage collection (online)"): a
  * manifest PUT records the use of its own digest and of every child before it checks them
  * (ManifestStore.put, touch.ts); the collector removes the revision, then reads the record again
  * and puts the revision back, as it was, if a use was recorded meanwhile. Either the PUT sees the
  * revision gone (and answers MANIFEST_UNKNOWN, or writes the revision again itself), or the
  * collector sees the use.
+ *
+ * Each deletion is checked and done under a deletion marker (deleting.ts), so a PUT that rewrote the
+ * revision after the check waits and reads it back before its 201.
  *
  * Removing a revision takes its directory (link, berth.json, berth.pulled) and its entry in the
  * subject's referrers index; the tags are left alone (none pointed at it when the graph was read;
@@ -14,21 +18,22 @@
  * A manifest that stays (too young, used, or restored) keeps what it reaches, as a tag would: an
  * index's children, a subject's referrers. So parents are decided before their children.
  */
-import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
+import { unlessMissing, type FileInfo, type StorageDriver } from '../../storage/driver.js';
 import type { Digest } from '../digest.js';
 import { isDigest } from '../digest.js';
 import * as layout from '../layout.js';
 import { keepRepository } from '../repositories.js';
 import type { RepositoryGraph } from './graph.js';
+import { whileMarked } from './deleting.js';
 import { markRepository } from './mark.js';
 import { readTouch, type TouchRecord } from './touch.js';
 
-export type UntaggedOutcome = 'deleted' | 'spared' | 'restored';
+/** 'gone': deleted meanwhile by someone else */
+export type UntaggedOutcome = 'deleted' | 'spared' | 'restored' | 'gone';
 
 export interface UntaggedPass {
-  /** T0 - delay, on the store's clock */
-  horizon: number;
-  recent(touch: TouchRecord | undefined): boolean;
+  /** true when the revision stays: its link (pushed) or its last recorded use is too recent */
+  spare(digest: Digest, link: FileInfo, touch: TouchRecord | undefined): boolean | Promise<boolean>;
   dryRun: boolean;
 }
 
@@ -50,8 +55,8 @@ export async function collectUntagged(driver: StorageDriver, graph: RepositoryGr
   for (const digest of parentsFirst(graph, markRepository(graph, true, new Set(), () => {}).unkept)) {
     if (kept.has(digest)) continue; // reached from one that stays
     const outcome = await deleteUntagged(driver, graph.name, digest, graph.manifests.get(digest)?.subject, pass);
-    if (outcome === 'deleted') {
-      result.deleted.push(digest);
+    if (outcome === 'deleted' || outcome === 'gone') {
+      if (outcome === 'deleted') result.deleted.push(digest);
       continue;
     }
     if (outcome === 'restored') result.restored.push(digest);
@@ -84,24 +89,33 @@ function parentsFirst(graph: RepositoryGraph, digests: readonly Digest[]): Diges
 }
 
 async function deleteUntagged(driver: StorageDriver, name: string, digest: Digest, subject: string | undefined, pass: UntaggedPass): Promise<UntaggedOutcome> {
-  const link = await unlessMissing(driver.stat(layout.manifestRevisionLink(name, digest)));
-  if (!link) return 'deleted'; // deleted meanwhile (a DELETE, another collector)
-  const before = await readTouch(driver, digest);
-  if (link.modTime.getTime() >= pass.horizon || pass.recent(before)) return 'spared';
-  if (pass.dryRun) return 'deleted';
-
-  const dirs = [layout.manifestRevisionDir(name, digest), ...(subject && isDigest(subject) ? [layout.referrerDir(name, subject, digest)] : [])];
-  const snapshots = await Promise.all(dirs.map((dir) => snapshot(driver, dir)));
-  await keepRepository(driver, name);
-  for (const dir of dirs) await unlessMissing(driver.delete(dir));
-
-  const after = await readTouch(driver, digest);
-  if (after && after.token !== before?.token) {
-    // a PUT recorded a use while the revision went: it may rely on it
-    for (const [path, content] of snapshots.flat()) await driver.putContent(path, content);
-    return 'restored';
+  if (pass.dryRun) {
+    const link = await unlessMissing(driver.stat(layout.manifestRevisionLink(name, digest)));
+    if (!link) return 'gone';
+    return (await pass.spare(digest, link, await readTouch(driver, digest))) ? 'spared' : 'deleted';
   }
-  return 'deleted';
+  // checked under a deletion marker: a PUT that wrote before the check is seen by it, one that
+  // wrote after waits for the marker and reads back what it wrote (deleting.ts)
+  return whileMarked(driver, name, async (marked) => {
+    const link = await unlessMissing(driver.stat(layout.manifestRevisionLink(name, digest)));
+    if (!link) return 'gone'; // deleted meanwhile (a DELETE, another collector)
+    const before = await readTouch(driver, digest);
+    if (await pass.spare(digest, link, before)) return 'spared';
+
+    const dirs = [layout.manifestRevisionDir(name, digest), ...(subject && isDigest(subject) ? [layout.referrerDir(name, subject, digest)] : [])];
+    const snapshots = await Promise.all(dirs.map((dir) => snapshot(driver, dir)));
+    await keepRepository(driver, name);
+    if (!marked.fresh()) return 'spared'; // too slow to be sure no PUT has given up waiting: a later pass
+    for (const dir of dirs) await unlessMissing(driver.delete(dir));
+
+    const after = await readTouch(driver, digest);
+    if (after && after.token !== before?.token) {
+      // a PUT recorded a use while the revision went: it may rely on it
+      for (const [path, content] of snapshots.flat()) await driver.putContent(path, content);
+      return 'restored';
+    }
+    return 'deleted';
+  });
 }
 
 async function snapshot(driver: StorageDriver, dir: string): Promise<Snapshot> {

@@ -9,18 +9,16 @@ import type { EventInput, EventSink } from '../../notifications/events.js';
 import type { StorageDriver } from '../../storage/driver.js';
 import { unlessMissing } from '../../storage/driver.js';
 import { readActivity, type Activity } from '../activity.js';
-import { BlobStore } from '../blobs.js';
 import type { Digest } from '../digest.js';
-import { RegistryError } from '../errors.js';
-import { readGraph, type RepositoryGraph } from '../gc/graph.js';
+import { whileMarked } from '../gc/deleting.js';
+import { readGraph } from '../gc/graph.js';
 import { REPOSITORIES_AT_ONCE } from '../gc/index.js';
-import { markRepository } from '../gc/mark.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
+import { readTouch } from '../gc/touch.js';
+import { collectUntagged } from '../gc/untagged.js';
 import * as layout from '../layout.js';
 import { readLink } from '../links.js';
-import { ManifestStore } from '../manifest-store.js';
-import { TagStore } from '../tags.js';
 import { policyFor, tagsToDelete, type CompiledPolicy } from './policy.js';
 
 export interface RetentionOptions {
@@ -43,16 +41,19 @@ export interface RetentionSummary {
 }
 
 export async function applyRetention(driver: StorageDriver, options: RetentionOptions): Promise<RetentionSummary> {
-  const manifests = new ManifestStore(driver, new BlobStore(driver), new TagStore(driver), {});
   const summary: RetentionSummary = { repositories: 0, tagsDeleted: 0, manifestsDeleted: 0 };
   await forEach(repositoryNames(driver), REPOSITORIES_AT_ONCE, async (name) => {
     options.signal?.throwIfAborted();
     const policy = policyFor(options.policies, name);
     if (!policy) return;
+    const pass = new RepositoryPass(driver, name, policy, options);
+    const tags = await pass.tags();
+    const manifests = await pass.untagged();
+    // added once both are known: `summary.n += await ...` reads summary.n before the wait and writes
+    // back over what the repositories done meanwhile added
     summary.repositories++;
-    const pass = new RepositoryPass(driver, manifests, name, policy, options);
-    summary.tagsDeleted += await pass.tags();
-    summary.manifestsDeleted += await pass.untagged();
+    summary.tagsDeleted += tags;
+    summary.manifestsDeleted += manifests;
   });
   return summary;
 }
@@ -64,14 +65,13 @@ export function retentionLine(summary: RetentionSummary, dryRun: boolean): strin
 }
 
 class RepositoryPass {
-  private graph?: RepositoryGraph;
   private readonly activity = new Map<string, Promise<Activity>>();
+  /** tags this pass deleted (or, in a dry run, would have) */
   private readonly deletedTags = new Set<string>();
   private readonly report: (line: string) => void;
 
   constructor(
     private readonly driver: StorageDriver,
-    private readonly manifests: ManifestStore,
     private readonly name: string,
     private readonly policy: CompiledPolicy,
     private readonly options: RetentionOptions,
@@ -79,9 +79,9 @@ class RepositoryPass {
     this.report = options.report ?? (() => {});
   }
 
-  /** deletes the tags the policy says; returns how many */
+  /** deletes the tags the policy says, unless pushed again meanwhile; returns how many */
   async tags(): Promise<number> {
-    const graph = await this.readGraph();
+    const graph = await readGraph(this.driver, this.name);
     const facts = [];
     for (const [tag, digest] of graph.tags) {
       if (!graph.manifests.has(digest)) continue; // a tag naming a missing manifest is garbage collection's
@@ -90,64 +90,60 @@ class RepositoryPass {
     }
     for (const { tag, reason } of tagsToDelete(this.policy, facts, this.options.now)) {
       const digest = graph.tags.get(tag)!;
-      this.report(`${this.name}: tag ${tag} (${digest}) ${this.options.dryRun ? 'would be deleted' : 'deleted'}: ${reason}`);
+      if (!this.options.dryRun && !(await this.deleteTag(tag, digest))) continue;
       this.deletedTags.add(tag);
-      if (this.options.dryRun) continue;
-      // pushed again meanwhile: the tag names another manifest now, or the same one pushed anew
-      if ((await readLink(this.driver, layout.tagCurrentLink(this.name, tag))) !== digest) continue;
-      if ((await readActivity(this.driver, this.name, digest)).pushed !== (await this.activityOf(digest)).pushed) continue;
-      await unlessMissing(this.driver.delete(layout.tagDir(this.name, tag)));
-      this.emit({ digest, repository: this.name, tag });
+      this.report(`${this.name}: tag ${tag} (${digest}) ${this.options.dryRun ? 'would be deleted' : 'deleted'}: ${reason}`);
+      if (!this.options.dryRun) this.emit({ digest, repository: this.name, tag });
     }
     return this.deletedTags.size;
   }
 
-  /** deletes the manifests no remaining tag reaches that were pushed longer than untaggedolderthan ago */
+  /**
+   * Deletes the tag, checked under a deletion marker (../gc/deleting.ts): it must still name the
+   * digest, and the digest must not have been pushed (its push time) or used (its use record)
+   * since the pass read them. A push after the check waits for the marker and writes the tag again.
+   */
+  private async deleteTag(tag: string, digest: Digest): Promise<boolean> {
+    const [decided, touched] = await Promise.all([this.activityOf(digest), readTouch(this.driver, digest)]);
+    return whileMarked(this.driver, this.name, async (marked) => {
+      const [current, activity, touch] = await Promise.all([
+        readLink(this.driver, layout.tagCurrentLink(this.name, tag)),
+        readActivity(this.driver, this.name, digest),
+        readTouch(this.driver, digest),
+      ]);
+      if (current !== digest || activity.pushed !== decided.pushed || touch?.token !== touched?.token || !marked.fresh()) return false; // pushed again meanwhile
+      await unlessMissing(this.driver.delete(layout.tagDir(this.name, tag)));
+      return true;
+    });
+  }
+
+  /**
+   * deletes the manifests no remaining tag reaches that were pushed (or referenced by a push) longer
+   * than untaggedolderthan ago, by online collection's protocol (../gc/untagged.ts): parents before
+   * children, a manifest that stays keeps what it reaches, one a PUT used meanwhile is put back
+   */
   async untagged(): Promise<number> {
     const maxAge = this.policy.delete.untaggedolderthan;
     if (maxAge === undefined) return 0;
-    let candidates = await this.unreached(await this.readGraph(), maxAge);
-    if (candidates.length === 0) return 0;
-    if (!this.options.dryRun) {
-      // read again just before deleting: a push since the first read may reach one of them now
-      const again = new Set(await this.unreached(await readGraph(this.driver, this.name), maxAge));
-      candidates = candidates.filter((digest) => again.has(digest));
+    const graph = await readGraph(this.driver, this.name);
+    // a dry run deleted no tag: leave out those it would have
+    const tags = this.options.dryRun ? new Map([...graph.tags].filter(([tag]) => !this.deletedTags.has(tag))) : graph.tags;
+    const pushedAt = new Map<Digest, number>();
+    const result = await collectUntagged(this.driver, { ...graph, tags }, {
+      dryRun: this.options.dryRun,
+      spare: async (digest, _link, touch) => {
+        const { pushed } = await readActivity(this.driver, this.name, digest);
+        const used = Math.max(pushed ?? -Infinity, touch?.modTime.getTime() ?? -Infinity);
+        pushedAt.set(digest, used);
+        return this.options.now - used <= maxAge;
+      },
+    });
+    for (const digest of result.deleted) {
+      this.report(`${this.name}: untagged manifest ${digest} ${this.options.dryRun ? 'would be deleted' : 'deleted'}: pushed ${new Date(pushedAt.get(digest)!).toISOString()}`);
+      if (!this.options.dryRun) this.emit({ digest, repository: this.name });
     }
-    let deleted = 0;
-    for (const digest of candidates) {
-      this.report(`${this.name}: untagged manifest ${digest} ${this.options.dryRun ? 'would be deleted' : 'deleted'}: pushed ${new Date((await this.activityOf(digest)).pushed!).toISOString()}`);
-      if (!this.options.dryRun) {
-        const gone = await this.manifests.delete(this.name, digest).then(
-          () => true,
-          (err: unknown) => {
-            if (err instanceof RegistryError && (err.code === 'MANIFEST_UNKNOWN' || err.code === 'NAME_UNKNOWN')) return false; // deleted meanwhile
-            throw err;
-          },
-        );
-        if (!gone) continue;
-        this.emit({ digest, repository: this.name });
-      }
-      deleted++;
-    }
-    return deleted;
-  }
-
-  /** the manifests no tag (but those this pass deleted) reaches, pushed before now - maxAge */
-  private async unreached(graph: RepositoryGraph, maxAge: number): Promise<Digest[]> {
-    const tags = new Map([...graph.tags].filter(([tag]) => !this.deletedTags.has(tag)));
-    const { unkept } = markRepository({ ...graph, tags }, true, new Set(), () => {});
-    const old: Digest[] = [];
-    for (const digest of unkept) {
-      this.activity.delete(digest); // a second read must see a push made since the first
-      const { pushed } = await this.activityOf(digest);
-      if (pushed !== undefined && this.options.now - pushed > maxAge) old.push(digest);
-    }
-    return old;
-  }
-
-  private async readGraph(): Promise<RepositoryGraph> {
-    this.graph ??= await readGraph(this.driver, this.name);
-    return this.graph;
+    for (const digest of result.restored) this.report(`${this.name}: untagged manifest ${digest} used by a push meanwhile, put back`);
+    return result.deleted.length;
   }
 
   private activityOf(digest: Digest): Promise<Activity> {
