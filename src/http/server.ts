@@ -30,6 +30,7 @@ import { matchRoute, METHODS, type Route } from './routes.js';
 import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js';
 import { answerClientError, bodyLeftUnread, gateConnections, refusalLog, serverTimeouts, sweepInterval, watchBodyRate } from './limits.js';
 import { noSchemaCompilers } from './no-schemas.js';
+import { refuseForeignOrigin } from './origin.js';
 
 /** key material for TLS, read by the app from http.tls */
 export interface TLSOptions {
@@ -138,6 +139,7 @@ function setCommonHeaders(req: FastifyRequest, reply: FastifyReply, configured: 
 }
 
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {
+  refuseForeignOrigin(req, services.urls, services.options.headers);
   const rawPath = req.url.split('?')[0];
   const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
   const page = services.pages?.owns(req, path) === true;
