@@ -141,7 +141,9 @@ function setCommonHeaders(req: FastifyRequest, reply: FastifyReply, configured: 
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {
   refuseForeignOrigin(req, services.urls, services.options.headers);
   const rawPath = req.url.split('?')[0];
-  const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
+  // the API answers only under http.prefix (as Distribution); pages and probes keep their own paths
+  const underPrefix = !prefix || rawPath.startsWith(prefix + '/');
+  const path = underPrefix ? rawPath.slice(prefix.length) : rawPath;
   const page = services.pages?.owns(req, path) === true;
   if (!page && (req.method === 'GET' || req.method === 'HEAD') && isProbe(rawPath)) return serveProbe(rawPath, reply, services);
   refuseWhileUnhealthy(services);
@@ -153,7 +155,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
     if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
     return serveTokenRequest(req, reply, auth.issuer);
   }
-  const route = inNamespace(matchRoute(path), req, services);
+  const route = underPrefix ? inNamespace(matchRoute(path), req, services) : undefined;
   if (route) routeKinds.set(req, route.kind);
   if (!route) {
     throw new RegistryError('NOT_FOUND', `no route for ${req.method} ${rawPath}: the registry API lives under ${prefix}/v2/`);

@@ -82,3 +82,25 @@ describe('GET /v2/ and the edge', () => {
     }
   });
 });
+
+describe('the API under http.prefix (issue 32)', () => {
+  let registry: TestRegistry;
+  before(async () => {
+    registry = await startBerth({ http: { prefix: '/registry/' } }, { driver: 'inmemory' });
+  });
+  after(() => registry.stop());
+
+  it('answers only under the prefix: /v2/ and every API path without it get 404 NOT_FOUND, as Distribution answers 404', async () => {
+    assert.equal((await fetch(`${registry.url}/registry/v2/`)).status, 200);
+    assert.equal((await fetch(`${registry.url}/registry/v2`)).status, 200);
+    for (const [method, path] of [['GET', '/v2/'], ['HEAD', '/v2/'], ['GET', '/v2'], ['GET', '/v2/_catalog'], ['GET', '/v2/lib/x/tags/list'], ['POST', '/v2/lib/x/blobs/uploads/'], ['GET', '/other/v2/']]) {
+      const res = await fetch(`${registry.url}${path}`, { method });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      if (method === 'HEAD') continue;
+      const body = (await res.json()) as { errors: { code: string; message: string }[] };
+      assert.equal(body.errors[0].code, 'NOT_FOUND');
+      assert.match(body.errors[0].message, /lives under \/registry\/v2\//);
+    }
+    assert.equal((await fetch(`${registry.url}/registry/v2/lib/x/blobs/uploads/`, { method: 'POST' })).status, 202);
+  });
+});
