@@ -18,8 +18,6 @@ export interface Connection<S extends Wire = Socket> {
   readonly ends: string;
   /** requests in flight on it (HTTP/2 runs several) */
   busy: number;
-  /** the socket requests are read from (the TLS socket, HTTP/2's proxy): its byte counts are the real ones */
-  wire: Wire;
 }
 
 export class ConnectionTable<S extends Wire = Socket> {
@@ -41,7 +39,7 @@ export class ConnectionTable<S extends Wire = Socket> {
   }
 
   add(socket: S): Connection<S> {
-    const connection: Connection<S> = { socket, address: socket.remoteAddress ?? '', openedAt: this.now(), ends: ends(socket), busy: 0, wire: socket };
+    const connection: Connection<S> = { socket, address: socket.remoteAddress ?? '', openedAt: this.now(), ends: ends(socket), busy: 0 };
     setOf(this.byAddress, connection.address).add(connection);
     setOf(this.idle, connection.address).add(connection);
     this.byEnds.set(connection.ends, connection);
@@ -61,11 +59,10 @@ export class ConnectionTable<S extends Wire = Socket> {
     this.count--;
   }
 
-  /** a request started on `wire`; the returned function marks its end (unknown connection: nothing to mark) */
-  requestStarted(wire: Wire): () => void {
+  /** a request started on `wire` (its socket); the returned function marks its end (unknown connection: nothing to mark) */
+  requestStarted(wire: Pick<Wire, 'remoteAddress' | 'remotePort'>): () => void {
     const connection = this.byEnds.get(ends(wire));
     if (!connection) return () => undefined;
-    connection.wire = wire;
     connection.busy++;
     const idle = this.idle.get(connection.address);
     idle?.delete(connection);
@@ -99,7 +96,8 @@ export class ConnectionTable<S extends Wire = Socket> {
     let lowest = Infinity;
     const now = this.now();
     for (const connection of this.byAddress.get(top)!) {
-      const rate = (connection.wire.bytesRead + connection.wire.bytesWritten) / Math.max(1, now - connection.openedAt);
+      // the accepted socket counts the bytes below TLS too
+      const rate = (connection.socket.bytesRead + connection.socket.bytesWritten) / Math.max(1, now - connection.openedAt);
       if (rate < lowest) [slowest, lowest] = [connection, rate];
     }
     return slowest;
@@ -112,6 +110,6 @@ function setOf<T>(map: Map<string, Set<T>>, key: string): Set<T> {
   return set;
 }
 
-function ends(wire: Wire): string {
+function ends(wire: Pick<Wire, 'remoteAddress' | 'remotePort'>): string {
   return `${wire.remoteAddress ?? ''} ${wire.remotePort ?? ''}`;
 }
