@@ -45,7 +45,8 @@ export class URLBuilder {
 
   private requestOrigin(req: FastifyRequest): string {
     const proto = firstValue(req.headers['x-forwarded-proto']) ?? req.protocol;
-    const host = firstValue(req.headers['x-forwarded-host']) ?? req.headers.host ?? 'localhost';
+    // HTTP/2 names the host in :authority, not Host (Fastify's req.host reads either)
+    const host = firstValue(req.headers['x-forwarded-host']) ?? (req.host || 'localhost');
     return `${proto}://${host}`;
   }
 }

@@ -135,6 +135,25 @@ describe('TLS', needTool('openssl', 'test certificates'), () => {
       assert.equal((await h2(registry.url, { ca: ca.certPem }, '/v2/')).status, 200, 'the server is fine afterwards');
     });
 
+    it('takes a page of the registry itself over HTTP/2 (:authority, no Host) as the same origin, and refuses another (issue 26)', async () => {
+      const post = async (origin: string) => {
+        const session = h2connect(registry.url, { ca: ca.certPem });
+        try {
+          const stream = session.request({ ':method': 'POST', ':path': '/v2/h2/origin/blobs/uploads/', origin });
+          stream.resume();
+          stream.end();
+          const [headers] = (await once(stream, 'response')) as [Record<string, string>];
+          return { status: Number(headers[':status']), location: headers.location };
+        } finally {
+          session.close();
+        }
+      };
+      const own = await post(registry.url);
+      assert.equal(own.status, 202);
+      assert.ok(own.location.startsWith(`${registry.url}/v2/h2/origin/blobs/uploads/`), own.location);
+      assert.equal((await post('https://evil.example')).status, 403);
+    });
+
     it('refuses clients that do not trust the certificate', async () => {
       await assert.rejects(https1(`${registry.url}/v2/`, { ca: clientCA.certPem }), /self-signed|unable to verify|certificate/i);
     });
