@@ -141,10 +141,11 @@ function setCommonHeaders(req: FastifyRequest, reply: FastifyReply, configured: 
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {
   refuseForeignOrigin(req, services.urls, services.options.headers);
   const rawPath = req.url.split('?')[0];
-  // the API answers only under http.prefix (as Distribution); pages and probes keep their own paths
+  // the API and the web interface answer only under http.prefix (as Distribution); outside it the
+  // probes and the redirect from / to the web interface
   const underPrefix = !prefix || rawPath.startsWith(prefix + '/');
   const path = underPrefix ? rawPath.slice(prefix.length) : rawPath;
-  const page = services.pages?.owns(req, path) === true;
+  const page = (underPrefix || path === '/') && services.pages?.owns(req, path) === true;
   if (!page && (req.method === 'GET' || req.method === 'HEAD') && isProbe(rawPath)) return serveProbe(rawPath, reply, services);
   refuseWhileUnhealthy(services);
   const { auth } = services;

@@ -103,4 +103,15 @@ describe('the API under http.prefix (issue 32)', () => {
     }
     assert.equal((await fetch(`${registry.url}/registry/v2/lib/x/blobs/uploads/`, { method: 'POST' })).status, 202);
   });
+
+  it('serves the web interface only under the prefix too; / keeps sending browsers there, and the probes stay', async () => {
+    assert.equal((await fetch(`${registry.url}/registry/ui/api/repositories`)).status, 200);
+    const outside = await fetch(`${registry.url}/ui/api/repositories`);
+    assert.equal(outside.status, 404);
+    assert.equal(((await outside.json()) as { errors: { code: string }[] }).errors[0].code, 'NOT_FOUND');
+    const root = await fetch(`${registry.url}/`, { headers: { accept: 'text/html' }, redirect: 'manual' });
+    assert.equal(root.status, 302);
+    assert.equal(root.headers.get('location'), '/registry/ui/');
+    for (const probe of ['/', '/livez', '/readyz']) assert.equal((await fetch(`${registry.url}${probe}`)).status, 200, probe);
+  });
 });
