@@ -151,7 +151,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
   const { auth } = services;
   if (auth.limiter && auth.limitBy === 'ip') await limit(auth, req.ip);
   if (page) return services.pages!.serve(req, reply, path, services);
-  if (auth.issuer && path === auth.issuerPath) {
+  if (auth.issuer && underPrefix && path === auth.issuerPath) {
     // the token endpoint checks passwords: limited by address in either mode
     if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
     return serveTokenRequest(req, reply, auth.issuer);

@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { errorCodes, rawRequest } from '../helpers/blobs.js';
 
@@ -113,5 +118,35 @@ describe('the API under http.prefix (issue 32)', () => {
     assert.equal(root.status, 302);
     assert.equal(root.headers.get('location'), '/registry/ui/');
     for (const probe of ['/', '/livez', '/readyz']) assert.equal((await fetch(`${registry.url}${probe}`)).status, 200, probe);
+  });
+});
+
+describe('the built-in token issuer under http.prefix (issue 32)', () => {
+  let registry: TestRegistry;
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'berth-prefix-issuer-'));
+    await writeHtpasswd(join(dir, 'htpasswd'), { ann: 'ann-pw' });
+    await writeFile(join(dir, 'issuer.key'), generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    registry = await startBerth(
+      {
+        http: { prefix: '/registry/' },
+        auth: { htpasswd: { path: join(dir, 'htpasswd') }, token: { service: 'berth', autoredirect: true, issuer: { name: 'berth', enabled: true, signingkey: join(dir, 'issuer.key') } } },
+      },
+      { driver: 'inmemory' },
+    );
+  });
+  after(async () => {
+    await registry?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('answers tokens only under the prefix, where the challenge points', async () => {
+    const challenge = (await fetch(`${registry.url}/registry/v2/`)).headers.get('www-authenticate') ?? '';
+    assert.match(challenge, /realm="http:\/\/[^"]+\/registry\/auth\/token"/);
+    const authorization = basic('ann', 'ann-pw');
+    assert.equal((await fetch(`${registry.url}/registry/auth/token?service=berth`, { headers: { authorization } })).status, 200);
+    const outside = await fetch(`${registry.url}/auth/token?service=berth`, { headers: { authorization } });
+    assert.equal(outside.status, 404);
   });
 });
