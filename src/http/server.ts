@@ -141,8 +141,8 @@ function setCommonHeaders(req: FastifyRequest, reply: FastifyReply, configured: 
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {
   refuseForeignOrigin(req, services.urls, services.options.headers);
   const rawPath = req.url.split('?')[0];
-  // the API and the web interface answer only under http.prefix (as Distribution); outside it the
-  // probes and the redirect from / to the web interface
+  // the API, the token issuer and the web interface answer only under http.prefix (as Distribution);
+  // outside it only the probes and the redirect from / to the web interface
   const underPrefix = !prefix || rawPath.startsWith(prefix + '/');
   const path = underPrefix ? rawPath.slice(prefix.length) : rawPath;
   const page = (underPrefix || path === '/') && services.pages?.owns(req, path) === true;
