@@ -5,8 +5,9 @@
  * (issue 18; docs/security.md maps each to its test).
  */
 import { readFileSync } from 'node:fs';
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Server, Socket } from 'node:net';
+import { ConnectionTable } from './connection-table.js';
 
 export interface ConnectionLimits {
   /** open connections per process; beyond it a new one is answered 503 (plain HTTP) or closed (TLS) */
@@ -79,32 +80,35 @@ export function sweepInterval(limits: ConnectionLimits): number {
  * Counts the server's connections, in all and per client address, and turns away those beyond
  * the limits before anything reads them. A plain-HTTP client gets a 503 it can read (with
  * Retry-After) instead of a reset; on TLS nothing can be said before a handshake, so the
- * connection is closed.
+ * connection is closed. When all connections are taken, a newcomer is let in by closing one of
+ * the address holding the most (idle first, then the slowest: connection-table.ts), so a few
+ * addresses cannot lock every other client out.
  */
-export function gateConnections(server: Server, limits: Pick<ConnectionLimits, 'connections' | 'perAddress'>, plainHTTP: boolean, onRefused: () => void): void {
+export function gateConnections(server: Server, limits: Pick<ConnectionLimits, 'connections' | 'perAddress'>, plainHTTP: boolean, onTurnedAway: (how: TurnedAway) => void): void {
   // the server's own listeners (HTTP parser, TLS) run only for connections let in
   const serve = server.listeners('connection') as ((socket: Socket) => void)[];
   server.removeAllListeners('connection');
-  let open = 0;
-  const byAddress = new Map<string, number>();
+  const table = new ConnectionTable();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
-    const mine = byAddress.get(address) ?? 0;
-    if (open >= limits.connections || mine >= limits.perAddress) {
-      onRefused();
-      const why = open >= limits.connections ? `its maximum of ${limits.connections} connections open (http.limits.connections)` : `${mine} connections open from your address, its maximum (http.limits.connectionsperaddress)`;
+    const mine = table.held(address);
+    const reclaimed = mine < limits.perAddress && table.open >= limits.connections ? table.reclaimFor(address) : undefined;
+    if (reclaimed) {
+      table.remove(reclaimed);
+      reclaimed.socket.destroy();
+      onTurnedAway('reclaimed');
+    }
+    if (table.open >= limits.connections || mine >= limits.perAddress) {
+      onTurnedAway('refused');
+      const why = mine >= limits.perAddress ? `${mine} connections open from your address, its maximum (http.limits.connectionsperaddress)` : `its maximum of ${limits.connections} connections open (http.limits.connections)`;
       return plainHTTP ? answerAndClose(socket, 503, 'UNAVAILABLE', `the registry has ${why}: try again shortly`) : socket.destroy();
     }
-    open++;
-    byAddress.set(address, mine + 1);
-    socket.once('close', () => {
-      open--;
-      const left = byAddress.get(address)! - 1;
-      if (left === 0) byAddress.delete(address);
-      else byAddress.set(address, left);
-    });
+    const connection = table.add(socket);
+    socket.once('close', () => table.remove(connection));
     for (const listener of serve) listener.call(server, socket);
   });
+  // which connections serve a request: the idle ones are reclaimed first
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => res.once('close', table.requestStarted(req.socket)));
 }
 
 /** how long a client turned away before any request has to read its answer before the socket is closed anyway */
@@ -180,16 +184,19 @@ export function watchBodyRate(req: IncomingMessage, rate: ConnectionLimits['body
   socket.once('close', stop);
 }
 
-/** at most one warning a minute about turned-away connections, with how many there were */
-export function refusalLog(warn: (fields: object, message: string) => void, limit: number, everyMs = 60_000): () => void {
-  let refused = 0;
+/** what became of a connection beyond the limits: turned away, or let in by closing another */
+export type TurnedAway = 'refused' | 'reclaimed';
+
+/** at most one warning a minute about turned-away and reclaimed connections, with how many there were */
+export function refusalLog(warn: (fields: object, message: string) => void, limit: number, everyMs = 60_000): (how: TurnedAway) => void {
+  const counts = { refused: 0, reclaimed: 0 };
   let last = -Infinity;
-  return () => {
-    refused++;
+  return (how) => {
+    counts[how]++;
     const now = Date.now();
     if (now - last < everyMs) return;
-    warn({ limit, refused }, 'connection limit reached (http.limits.connections): new connections are turned away');
+    warn({ limit, ...counts }, 'connection limit reached (http.limits.connections): new connections are turned away, or let in by closing one of the address holding the most');
     last = now;
-    refused = 0;
+    counts.refused = counts.reclaimed = 0;
   };
 }

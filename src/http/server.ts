@@ -24,6 +24,7 @@ import { matchRoute, type Route } from './routes.js';
 import { addDockerTwins, API_VERSION, API_VERSION_HEADER } from './wire-names.js';
 import { answerClientError, bodyLeftUnread, gateConnections, refusalLog, serverTimeouts, sweepInterval, watchBodyRate } from './limits.js';
 import { noSchemaCompilers } from './no-schemas.js';
+import { refuseForeignOrigin } from './origin.js';
 
 /** key material for TLS, read by the app from http.tls */
 export interface TLSOptions {
@@ -138,20 +139,24 @@ function routeKindOf(url: string, prefix: string): string | undefined {
 }
 
 async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Services, prefix: string): Promise<unknown> {
+  refuseForeignOrigin(req, services.urls, services.options.headers);
   const rawPath = req.url.split('?')[0];
-  const path = prefix && rawPath.startsWith(prefix + '/') ? rawPath.slice(prefix.length) : rawPath;
-  const page = services.pages?.owns(req, path) === true;
+  // the API, the token issuer and the web interface answer only under http.prefix (as Distribution);
+  // outside it only the probes and the redirect from / to the web interface
+  const underPrefix = !prefix || rawPath.startsWith(prefix + '/');
+  const path = underPrefix ? rawPath.slice(prefix.length) : rawPath;
+  const page = (underPrefix || path === '/') && services.pages?.owns(req, path) === true;
   if (!page && (req.method === 'GET' || req.method === 'HEAD') && isProbe(rawPath)) return serveProbe(rawPath, reply, services);
   refuseWhileUnhealthy(services);
   const { auth } = services;
   if (auth.limiter && auth.limitBy === 'ip') await limit(auth, req.ip);
   if (page) return services.pages!.serve(req, reply, path, services);
-  if (auth.issuer && path === auth.issuerPath) {
+  if (auth.issuer && underPrefix && path === auth.issuerPath) {
     // the token endpoint checks passwords: limited by address in either mode
     if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
     return serveTokenRequest(req, reply, auth.issuer);
   }
-  const route = inNamespace(matchRoute(path), req, services);
+  const route = underPrefix ? inNamespace(matchRoute(path), req, services) : undefined;
   if (route) routeKinds.set(req, route.kind);
   if (!route) {
     throw new RegistryError('NOT_FOUND', `no route for ${req.method} ${rawPath}: the registry API lives under ${prefix}/v2/`);

@@ -28,10 +28,25 @@ export class URLBuilder {
     return `${this.origin(req)}${this.options.prefix}${path}`;
   }
 
+  /**
+   * The origins (`scheme://host[:port]`) a request to this registry is addressed to: `http.host`
+   * when set, and the one the request names (Host, or X-Forwarded-Proto/-Host from a proxy)
+   */
+  ownOrigins(req: FastifyRequest): string[] {
+    const named = this.requestOrigin(req);
+    const configured = this.options.host && new URL(this.options.host).origin;
+    return configured && configured !== named ? [configured, named] : [named];
+  }
+
   private origin(req: FastifyRequest): string {
     if (this.options.host) return this.options.host.replace(/\/$/, '');
+    return this.requestOrigin(req);
+  }
+
+  private requestOrigin(req: FastifyRequest): string {
     const proto = firstValue(req.headers['x-forwarded-proto']) ?? req.protocol;
-    const host = firstValue(req.headers['x-forwarded-host']) ?? req.headers.host ?? 'localhost';
+    // HTTP/2 names the host in :authority, not Host (Fastify's req.host reads either)
+    const host = firstValue(req.headers['x-forwarded-host']) ?? (req.host || 'localhost');
     return `${proto}://${host}`;
   }
 }

@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { errorCodes, rawRequest } from '../helpers/blobs.js';
 
@@ -80,5 +85,68 @@ describe('GET /v2/ and the edge', () => {
       assert.equal(res.status, 404, name);
       assert.deepEqual(await errorCodes(res), ['BLOB_UNKNOWN'], name);
     }
+  });
+});
+
+describe('the API under http.prefix (issue 32)', () => {
+  let registry: TestRegistry;
+  before(async () => {
+    registry = await startBerth({ http: { prefix: '/registry/' } }, { driver: 'inmemory' });
+  });
+  after(() => registry.stop());
+
+  it('answers only under the prefix: /v2/ and every API path without it get 404 NOT_FOUND, as Distribution answers 404', async () => {
+    assert.equal((await fetch(`${registry.url}/registry/v2/`)).status, 200);
+    assert.equal((await fetch(`${registry.url}/registry/v2`)).status, 200);
+    for (const [method, path] of [['GET', '/v2/'], ['HEAD', '/v2/'], ['GET', '/v2'], ['GET', '/v2/_catalog'], ['GET', '/v2/lib/x/tags/list'], ['POST', '/v2/lib/x/blobs/uploads/'], ['GET', '/other/v2/']]) {
+      const res = await fetch(`${registry.url}${path}`, { method });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      if (method === 'HEAD') continue;
+      const body = (await res.json()) as { errors: { code: string; message: string }[] };
+      assert.equal(body.errors[0].code, 'NOT_FOUND');
+      assert.match(body.errors[0].message, /lives under \/registry\/v2\//);
+    }
+    assert.equal((await fetch(`${registry.url}/registry/v2/lib/x/blobs/uploads/`, { method: 'POST' })).status, 202);
+  });
+
+  it('serves the web interface only under the prefix too; / keeps sending browsers there, and the probes stay', async () => {
+    assert.equal((await fetch(`${registry.url}/registry/ui/api/repositories`)).status, 200);
+    const outside = await fetch(`${registry.url}/ui/api/repositories`);
+    assert.equal(outside.status, 404);
+    assert.equal(((await outside.json()) as { errors: { code: string }[] }).errors[0].code, 'NOT_FOUND');
+    const root = await fetch(`${registry.url}/`, { headers: { accept: 'text/html' }, redirect: 'manual' });
+    assert.equal(root.status, 302);
+    assert.equal(root.headers.get('location'), '/registry/ui/');
+    for (const probe of ['/', '/livez', '/readyz']) assert.equal((await fetch(`${registry.url}${probe}`)).status, 200, probe);
+  });
+});
+
+describe('the built-in token issuer under http.prefix (issue 32)', () => {
+  let registry: TestRegistry;
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'berth-prefix-issuer-'));
+    await writeHtpasswd(join(dir, 'htpasswd'), { ann: 'ann-pw' });
+    await writeFile(join(dir, 'issuer.key'), generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    registry = await startBerth(
+      {
+        http: { prefix: '/registry/' },
+        auth: { htpasswd: { path: join(dir, 'htpasswd') }, token: { service: 'berth', autoredirect: true, issuer: { name: 'berth', enabled: true, signingkey: join(dir, 'issuer.key') } } },
+      },
+      { driver: 'inmemory' },
+    );
+  });
+  after(async () => {
+    await registry?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('answers tokens only under the prefix, where the challenge points', async () => {
+    const challenge = (await fetch(`${registry.url}/registry/v2/`)).headers.get('www-authenticate') ?? '';
+    assert.match(challenge, /realm="http:\/\/[^"]+\/registry\/auth\/token"/);
+    const authorization = basic('ann', 'ann-pw');
+    assert.equal((await fetch(`${registry.url}/registry/auth/token?service=berth`, { headers: { authorization } })).status, 200);
+    const outside = await fetch(`${registry.url}/auth/token?service=berth`, { headers: { authorization } });
+    assert.equal(outside.status, 404);
   });
 });

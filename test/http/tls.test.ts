@@ -4,10 +4,12 @@
  * http.tls.clientcas.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect as h2connect } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -28,6 +30,8 @@ interface ClientTLS {
   cert?: string;
   key?: string;
   maxVersion?: 'TLSv1.2' | 'TLSv1.3';
+  /** the client address (127.0.0.0/8) */
+  localAddress?: string;
 }
 
 function https1(url: string, tls: ClientTLS, method = 'GET'): Promise<Answer> {
@@ -131,8 +135,72 @@ describe('TLS', needTool('openssl', 'test certificates'), () => {
       assert.equal((await h2(registry.url, { ca: ca.certPem }, '/v2/')).status, 200, 'the server is fine afterwards');
     });
 
+    it('takes a page of the registry itself over HTTP/2 (:authority, no Host) as the same origin, and refuses another (issue 26)', async () => {
+      const post = async (origin: string) => {
+        const session = h2connect(registry.url, { ca: ca.certPem });
+        try {
+          const stream = session.request({ ':method': 'POST', ':path': '/v2/h2/origin/blobs/uploads/', origin });
+          stream.resume();
+          stream.end();
+          const [headers] = (await once(stream, 'response')) as [Record<string, string>];
+          return { status: Number(headers[':status']), location: headers.location };
+        } finally {
+          session.close();
+        }
+      };
+      const own = await post(registry.url);
+      assert.equal(own.status, 202);
+      assert.ok(own.location.startsWith(`${registry.url}/v2/h2/origin/blobs/uploads/`), own.location);
+      assert.equal((await post('https://evil.example')).status, 403);
+    });
+
     it('refuses clients that do not trust the certificate', async () => {
       await assert.rejects(https1(`${registry.url}/v2/`, { ca: clientCA.certPem }), /self-signed|unable to verify|certificate/i);
+    });
+  });
+
+  describe('connection limit (issue 26)', () => {
+    let registry: TestRegistry;
+    before(async () => {
+      registry = await startBerth({ http: { tls: { certificate: server.cert, key: server.key }, limits: { connections: 2, connectionsperaddress: 2 } } }, { driver: 'inmemory' });
+    });
+    after(() => registry?.stop());
+
+    it('closes the idle connection of the address holding the most for a newcomer, not the HTTP/2 one serving an upload', { timeout: 10_000 }, async () => {
+      const holder = '127.0.0.2';
+      const port = Number(new URL(registry.url).port);
+      // a TLS connection from the holder's address
+      const fromHolder = (alpn: string) => tlsConnect({ socket: netConnect({ host: '127.0.0.1', port, localAddress: holder }), ca: ca.certPem, servername: 'localhost', ALPNProtocols: [alpn] });
+      const session = h2connect(registry.url, { createConnection: () => fromHolder('h2') });
+      session.on('error', () => undefined);
+      let idle: ReturnType<typeof tlsConnect> | undefined;
+      try {
+        const post = session.request({ ':method': 'POST', ':path': '/v2/lib/busy/blobs/uploads/' });
+        post.resume();
+        post.end();
+        const [headers] = (await once(post, 'response')) as [Record<string, string>];
+        assert.equal(Number(headers[':status']), 202);
+        // an upload whose body is still coming: the session serves a request
+        const location = new URL(headers.location, registry.url);
+        const patch = session.request({ ':method': 'PATCH', ':path': location.pathname + location.search, 'content-type': 'application/octet-stream', 'content-length': '20000' });
+        patch.write(Buffer.alloc(10_000, 1));
+        const patched = once(patch, 'response');
+        // the same address's second connection, handshaken and idle: the two fill the limit
+        idle = fromHolder('http/1.1');
+        idle.on('error', () => undefined);
+        await once(idle, 'secureConnect');
+        const idleClosed = new Promise((resolve) => idle!.on('close', resolve));
+        const newcomer = await https1(`${registry.url}/v2/`, { ca: ca.certPem, localAddress: '127.0.0.3' });
+        assert.equal(newcomer.status, 200, 'the newcomer is served');
+        await idleClosed;
+        patch.end(Buffer.alloc(10_000, 1));
+        const [answer] = (await patched) as [Record<string, string>];
+        assert.equal(Number(answer[':status']), 202, 'the upload in flight goes on');
+        assert.equal(answer.range, '0-19999');
+      } finally {
+        idle?.destroy();
+        session.destroy();
+      }
     });
   });
 

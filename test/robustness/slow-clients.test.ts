@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,7 +28,7 @@ interface Attack {
 }
 
 /** opens `count` connections from the attacker's address; `start` runs once each is connected */
-async function attack(url: string, count: number, start: (socket: Socket) => void): Promise<Attack> {
+async function attack(url: string, count: number, start: (socket: Socket) => void, from = ATTACKER): Promise<Attack> {
   const { port } = new URL(url);
   const result: Attack = {
     answers: Array<string>(count).fill(''),
@@ -39,7 +40,7 @@ async function attack(url: string, count: number, start: (socket: Socket) => voi
     Array.from({ length: count }, (_, i) => {
       return new Promise<void>((resolve) => {
         const opened = Date.now();
-        const socket = connect({ host: '127.0.0.1', port: Number(port), localAddress: ATTACKER }, () => {
+        const socket = connect({ host: '127.0.0.1', port: Number(port), localAddress: from }, () => {
           start(socket);
           resolve();
         });
@@ -182,6 +183,63 @@ describe('slow and greedy clients (child process, http.limits)', () => {
     const offset = range ? Number(range.split('-')[1]) + 1 : 0;
     const fast = await fetch(location, { method: 'PATCH', headers: { 'content-type': 'application/octet-stream', 'content-range': `${offset}-${offset + 4 * 1024 * 1024 - 1}` }, body: Buffer.alloc(4 * 1024 * 1024, 1) });
     assert.equal(fast.status, 202);
+  });
+});
+
+/** one GET /v2/ on a new connection from `from`: its status, or 'reset' when the connection failed */
+function askFrom(url: string, from: string): Promise<number | 'reset'> {
+  return new Promise((resolve) => {
+    const req = request(`${url}/v2/`, { localAddress: from, agent: false, timeout: 5000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+      res.on('error', () => resolve('reset'));
+    });
+    req.on('error', () => resolve('reset'));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}
+
+describe('a few addresses holding every connection (issue 26)', () => {
+  let berth: BerthProcess;
+  const holders = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
+  const NEWCOMER = '127.0.0.5';
+
+  before(async () => {
+    // 3 × 20 idle sockets fill the 60 connections without reaching the per-address cap (30);
+    // the header timeout is long, so nothing but the limits lets them go
+    berth = await startBerthProcess({ config: { http: { limits: { connections: 60, connectionsperaddress: 30, headertimeout: '60s', idletimeout: '60s' } } } });
+  });
+  after(async () => {
+    await berth?.stop();
+  });
+
+  it('serves a fourth address while three hold every connection idle and reopen each one closed', async () => {
+    const attacks: Attack[] = [];
+    let reopened = 0;
+    let stopped = false;
+    // an attacker that opens another idle connection (100 ms) after one of its own is closed
+    const hold = async (from: string, count: number): Promise<void> => {
+      const reopen = () => setTimeout(() => !stopped && (reopened++, void hold(from, 1)), 100);
+      const held = await attack(berth.url, count, (socket) => socket.once('close', reopen), from);
+      attacks.push(held);
+    };
+    try {
+      await Promise.all(holders.map((from) => hold(from, 20)));
+      await sleep(200);
+      const answers: (number | 'reset')[] = [];
+      for (let i = 0; i < 30; i++) answers.push(await askFrom(berth.url, NEWCOMER));
+      const tally = { ok: answers.filter((a) => a === 200).length, unavailable: answers.filter((a) => a === 503).length, reset: answers.filter((a) => a === 'reset').length };
+      assert.deepEqual(tally, { ok: 30, unavailable: 0, reset: 0 }, `the fourth address is served: ${answers.join(',')}`);
+      // the holders' reopened connections found no room: equal holders do not take from each other
+      const openHeld = attacks.flatMap((a) => a.sockets).filter((s) => !s.destroyed && s.readyState === 'open').length;
+      assert.ok(openHeld <= 60, `holders keep at most the limit: ${openHeld}`);
+      assert.ok(reopened > 0, 'some of the holders\' connections were reclaimed');
+    } finally {
+      stopped = true;
+      for (const held of attacks) held.end();
+    }
+    assert.match(berth.logs(), /connection limit reached/);
   });
 });
 
