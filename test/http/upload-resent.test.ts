@@ -13,6 +13,12 @@ import assert from 'node:assert/strict';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { createApp, type App } from '../../src/app.js';
+import { validateConfig } from '../../src/config/load.js';
+import type { FileInfo, FileWriter } from '../../src/storage/driver.js';
+import { ForwardingDriver } from '../../src/storage/forwarding.js';
+import { InMemoryDriver } from '../../src/storage/inmemory.js';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
@@ -39,7 +45,7 @@ for (const driver of ['filesystem', 'inmemory', 's3'] as const) {
     };
 
     /** a new upload holding `first`: the URL of its first PATCH and the Location that PATCH answered */
-    async function uploadWith(first: Buffer): Promise<{ uuid: string; sent: URL; next: URL }> {
+    async function uploadWith(first: Buffer<ArrayBuffer>): Promise<{ uuid: string; sent: URL; next: URL }> {
       const post = await fetch(`${registry.url}/v2/${NAME}/blobs/uploads/`, { method: 'POST' });
       assert.equal(post.status, 202);
       const sent = abs(post.headers.get('location'));
@@ -146,3 +152,60 @@ for (const driver of ['filesystem', 'inmemory', 's3'] as const) {
     });
   });
 }
+
+/** the store calls made, as "method path-tail" */
+class CountingDriver extends ForwardingDriver {
+  calls: string[] = [];
+  private note(method: string, path: string): void {
+    this.calls.push(`${method} ${path.split('/').slice(-1)[0]}`);
+  }
+  override getContent(path: string): Promise<Buffer> {
+    this.note('getContent', path);
+    return super.getContent(path);
+  }
+  override putContent(path: string, data: Buffer): Promise<void> {
+    this.note('putContent', path);
+    return super.putContent(path, data);
+  }
+  override stat(path: string): Promise<FileInfo> {
+    this.note('stat', path);
+    return super.stat(path);
+  }
+  override async writer(path: string, append: boolean): Promise<FileWriter> {
+    this.note('writer', path);
+    const writer = await super.writer(path, append);
+    const note = (method: string) => this.note(method, path);
+    return {
+      get size() {
+        return writer.size;
+      },
+      write: (data) => (note('write'), writer.write(data)),
+      close: () => (note('close'), writer.close()),
+      commit: () => (note('commit'), writer.commit()),
+      cancel: () => (note('cancel'), writer.cancel()),
+    };
+  }
+}
+
+describe('the refusal of a re-sent request costs no store call of its own', () => {
+  const driver = new CountingDriver(new InMemoryDriver());
+  let app: App;
+  let url: string;
+  before(async () => {
+    const config = validateConfig({ version: '0.1', log: { level: 'error', accesslog: { disabled: true } }, storage: { inmemory: {} }, http: { addr: '127.0.0.1:0', secret: 'test-secret' } }, 'test');
+    app = await createApp(config, { logger: pino({ level: 'silent' }), driver });
+    url = await app.listen({ host: '127.0.0.1', port: 0 });
+  });
+  after(() => app.close());
+
+  it('a re-sent PATCH reads startedat, opens the writer (its size is the check) and closes it, writing nothing', async () => {
+    const post = await fetch(`${url}/v2/${NAME}/blobs/uploads/`, { method: 'POST' });
+    const sent = new URL(post.headers.get('location')!, url);
+    const first = await fetch(sent, { method: 'PATCH', body: Buffer.from('ab'), headers: OCTETS });
+    assert.equal(first.status, 202);
+    driver.calls = [];
+    const again = await fetch(sent, { method: 'PATCH', body: Buffer.from('ab'), headers: OCTETS });
+    assert.equal(again.status, 416);
+    assert.deepEqual(driver.calls, ['getContent startedat', 'writer data', 'close data']);
+  });
+});
