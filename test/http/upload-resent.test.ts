@@ -5,13 +5,14 @@
  * request with bytes that no longer start there is answered 416 with the `Range` the upload holds
  * and a `Location` to continue with (spec 3.1, 4.10), changing nothing.
  *
- * The re-sent PUT's first attempt is the state a PUT leaves when its instance dies after storing
- * the body and before completing: the upload holding the body, not completed. The test makes that
- * state with a PATCH of the same body to the same URL (the same append, without completion).
+ * The re-sent PUT's first attempt must leave what a PUT leaves when its instance dies after storing
+ * the body and before completing: the upload holding the body, not completed. On every driver a
+ * PATCH of the same body to the same URL makes that state (the same append, without completion);
+ * on the filesystem a real first PUT does, made to fail at the repository link after its append.
  */
 import assert from 'node:assert/strict';
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createApp, type App } from '../../src/app.js';
@@ -121,6 +122,31 @@ for (const driver of ['filesystem', 'inmemory', 's3'] as const) {
       assert.equal(put.headers.get('registry-content-digest'), sha256(whole));
       await assertServed(sha256(whole), whole);
     });
+
+    if (driver === 'filesystem') {
+      it('a PUT sent again after its first attempt stored its bytes and then failed to complete: 416, an empty PUT completes', async () => {
+        const first = Buffer.from('qr');
+        const last = Buffer.from('st');
+        const whole = Buffer.concat([first, last]);
+        const { uuid, next } = await uploadWith(first);
+        // a file where the repository's link directory goes: the first attempt fails at the link, after the append
+        const linkDir = join(registry.root!, 'docker/registry/v2/repositories', NAME, '_layers/sha256', sha256(whole).slice('sha256:'.length));
+        await mkdir(dirname(linkDir), { recursive: true });
+        await writeFile(linkDir, '');
+        const url = withDigest(next, sha256(whole));
+        const failed = await fetch(url, { method: 'PUT', body: last, headers: OCTETS });
+        assert.equal(failed.status, 500);
+        await rm(linkDir);
+        assert.equal(await storedSize(next, uuid), 4);
+
+        const again = await fetch(url, { method: 'PUT', body: last, headers: OCTETS });
+        const location = await assertRefused(again, uuid, 4);
+        assert.equal(await storedSize(location, uuid), 4);
+        const put = await fetch(withDigest(location, sha256(whole)), { method: 'PUT' });
+        assert.equal(put.status, 201, await put.text());
+        await assertServed(sha256(whole), whole);
+      });
+    }
 
     it('a PUT sent again after its first attempt completed: 404 BLOB_UPLOAD_UNKNOWN, the blob stays served', async () => {
       const first = Buffer.from('ij');
