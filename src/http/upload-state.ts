@@ -9,7 +9,10 @@ import { isAlgorithm, type Algorithm } from '../registry/digest.js';
 export interface UploadState {
   name: string;
   uuid: string;
-  /** bytes the upload held when the URL was issued (informational: the stored size is authoritative) */
+  /**
+   * bytes the upload held when the URL was issued: a PATCH or PUT with bytes and no Content-Range
+   * must start there (a request sent again after its bytes were stored does not: 416)
+   */
   offset: number;
   startedAt: string;
   /** the running hash's algorithm (the POST's `digest-algorithm`); absent in URLs of older versions: sha256 */

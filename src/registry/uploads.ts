@@ -131,12 +131,15 @@ export class UploadSessions {
     return { name, uuid, size: withSize ? await this.storedSize(name, uuid) : 0, startedAt, algorithm };
   }
 
-  /** appends a chunk (PATCH); with `range`, the chunk must start where the upload ends */
-  append(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256'): Promise<UploadStatus> {
+  /**
+   * appends a chunk (PATCH); it must start where the upload ends: at `range.start` when given, else
+   * at `offset` (the size the client last heard of) when given
+   */
+  append(name: string, uuid: string, body: AsyncIterable<Buffer> | Iterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256', offset?: number): Promise<UploadStatus> {
     return this.locks.run(uuid, async () => {
       const status = await this.open(name, uuid, algorithm, false);
       if (!range) {
-        status.size = await this.write(status, body, false);
+        status.size = await this.write(status, body, false, offset);
         return status;
       }
       // the chunk must be the range it declares: what arrived of it is kept (as after a
@@ -144,7 +147,7 @@ export class UploadSessions {
       const declared = range.end - range.start + 1;
       let overrun = false;
       try {
-        status.size = await this.write(status, upTo(body, declared), false, range);
+        status.size = await this.write(status, upTo(body, declared), false, range.start);
       } catch (err) {
         if (!(err instanceof ChunkOverrun)) throw err;
         overrun = true;
@@ -169,12 +172,14 @@ export class UploadSessions {
    * repository already links the stored blob, which the retry then reports as done. (Linking a
    * stored blob the repository does not link, on an empty upload, would hand any blob to whoever
    * knows its digest; a retry never needs that.)
+   * The last bytes must start where the upload ends: at `range.start` when given, else at `offset`
+   * when given (as for `append`).
    */
-  complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256'): Promise<BlobInfo> {
+  complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256', offset?: number): Promise<BlobInfo> {
     const expected = digests.map(parseDigest);
     return this.locks.run(uuid, async () => {
       const status = await this.open(name, uuid, algorithm, false);
-      const size = await this.write(status, body ?? [], true, range);
+      const size = await this.write(status, body ?? [], true, range ? range.start : offset);
       const done = size === 0 ? await this.completedBefore(name, expected) : undefined;
       if (done) {
         await this.remove(name, uuid);
@@ -209,11 +214,12 @@ export class UploadSessions {
    * Streams `body` to the end of the upload's data, hashing as it goes; returns the new size.
    * The `last` bytes of an upload are committed (made durable) before they can become a blob; a
    * client that disconnects mid-chunk keeps what arrived: close (not cancel) persists it. With
-   * `range`, the chunk must start where the stored bytes end (416 otherwise, nothing written).
+   * `start`, the chunk must start where the stored bytes end (416 otherwise, nothing written): the
+   * size the writer opened with is the check, so it costs no store call of its own.
    */
-  private async write(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, range?: ChunkRange): Promise<number> {
+  private async write(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start?: number): Promise<number> {
     try {
-      return await this.appendData(upload, body, last, range);
+      return await this.appendData(upload, body, last, start);
     } catch (err) {
       // a full store: the upload cannot go on (507 is terminal), and what it holds is space to give back
       if (isStorageFull(err)) await this.remove(upload.name, upload.uuid).catch(() => undefined);
@@ -224,11 +230,11 @@ export class UploadSessions {
     }
   }
 
-  private async appendData(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, range?: ChunkRange): Promise<number> {
+  private async appendData(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start?: number): Promise<number> {
     const { name, uuid } = upload;
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
     try {
-      checkRange(writer.size, range);
+      checkStart(writer.size, start);
     } catch (err) {
       await writer.close();
       throw err;
@@ -317,9 +323,13 @@ export class UploadSessions {
   }
 }
 
-function checkRange(size: number, range: ChunkRange | undefined): void {
-  if (range && range.start !== size) {
-    throw new UploadRangeError(size, `chunk starts at byte ${range.start}, but the upload holds ${size} bytes: send the chunk that starts at ${size}`);
+/**
+ * A chunk that starts elsewhere than where the stored bytes end changes nothing: out of order, or
+ * sent again (a proxy's or client's retry of a request whose bytes were stored) and so appended twice.
+ */
+function checkStart(size: number, start: number | undefined): void {
+  if (start !== undefined && start !== size) {
+    throw new UploadRangeError(size, `chunk starts at byte ${start}, but the upload holds ${size} bytes: nothing was written; send the chunk that starts at ${size}`);
   }
 }
 

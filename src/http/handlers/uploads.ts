@@ -62,9 +62,9 @@ export const patchUpload: Handler<UploadRoute> = async (req, reply, route, servi
   const state = await signedState(req, route, services);
   const range = chunkRange(req);
   if (range === 'invalid') return sendUploadStatus(req, reply, services, await services.uploads.status(route.name, route.uuid, state.algorithm), 416);
-  const body = uploadBody(req) ?? [];
+  const body = uploadBody(req);
   try {
-    const updated = await services.uploads.append(route.name, route.uuid, body, range, state.algorithm);
+    const updated = await services.uploads.append(route.name, route.uuid, body ?? [], range, state.algorithm, claimedOffset(state, body));
     return sendUploadStatus(req, reply, services, updated, 202);
   } catch (err) {
     if (!(err instanceof UploadRangeError)) throw err;
@@ -87,8 +87,9 @@ export const putUpload: Handler<UploadRoute> = async (req, reply, route, service
   digests.forEach(parseDigest);
   const range = chunkRange(req);
   if (range === 'invalid') return sendUploadStatus(req, reply, services, await services.uploads.status(route.name, route.uuid, state.algorithm), 416);
+  const body = uploadBody(req);
   try {
-    const blob = await services.uploads.complete(route.name, route.uuid, digests, uploadBody(req), range, state.algorithm);
+    const blob = await services.uploads.complete(route.name, route.uuid, digests, body, range, state.algorithm, claimedOffset(state, body));
     blobEvent(req, services, 'push', { name: route.name, digest: blob.digest, size: blob.size });
     return sendBlobCreated(req, reply, services, route.name, blob.digest);
   } catch (err) {
@@ -118,6 +119,17 @@ async function signedState(req: FastifyRequest, route: UploadRoute, services: Se
   throw new RegistryError('BLOB_UPLOAD_INVALID', 'the upload URL is missing its _state parameter, was altered, or was signed with another http.secret (a registry restarted or an instance without the shared http.secret): use the Location header of the last response, or start the upload again', {
     detail: { uuid: route.uuid },
   });
+}
+
+/**
+ * Where a request's bytes claim to go when it has no Content-Range: the size the upload had when
+ * its URL was issued. A request sent again after its bytes were stored (a proxy's retry on an
+ * empty response, a client's) claims a stale offset and is answered 416 instead of appending them
+ * twice. A request without bytes claims nothing: it changes no data (an empty PUT retried after an
+ * interrupted completion).
+ */
+function claimedOffset(state: UploadState, body: AsyncIterable<Buffer> | undefined): number | undefined {
+  return body === undefined ? undefined : state.offset;
 }
 
 /** the upload as its signed state describes it, holding `size` bytes (for the Location of a 416) */
