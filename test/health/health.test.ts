@@ -13,8 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { startBerth, type Overrides, type TestRegistry } from '../helpers/berth.js';
-import { sharedCeph, stopSharedCeph } from '../helpers/ceph.js';
+import { sharedCeph, stopSharedCeph, useOwnCeph } from '../helpers/ceph.js';
 import { loadConfig } from '../../src/config/load.js';
+
+useOwnCeph(); // radosgw is frozen (SIGSTOP) here: not the suite's Ceph, which other files use meanwhile
 
 const FAST = { interval: '100ms' };
 
