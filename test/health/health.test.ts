@@ -80,7 +80,7 @@ describe('health checks (Distribution\'s health: block)', () => {
     }
   });
 
-  it('a TCP check: a closed port fails it (after the threshold: test/health/monitor.test.ts), a listening one passes', async () => {
+  it('a TCP check: a closed port fails it (after the threshold: test/health/monitor.unit.test.ts), a listening one passes', async () => {
     const listener = createTCPServer((socket) => socket.destroy());
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
     const port = (listener.address() as AddressInfo).port;
