@@ -69,6 +69,9 @@ interface TestEvent {
   data: { name: string; nesting: number; file?: string; skip?: unknown; todo?: unknown; details?: { duration_ms?: number; type?: string; error?: { failureType?: string } } };
 }
 
+/** the failures node:test counts as cancelled, not failed */
+const CANCELLED = new Set(['cancelledByParent', 'testAborted', 'testTimeoutFailure']);
+
 function count(event: TestEvent): void {
   const { data } = event;
   if (event.type !== 'test:pass' && event.type !== 'test:fail') return;
@@ -78,7 +81,7 @@ function count(event: TestEvent): void {
   if (data.skip !== undefined && data.skip !== false) totals.skipped++;
   else if (data.todo !== undefined && data.todo !== false) totals.todo++;
   else if (event.type === 'test:pass') totals.pass++;
-  else if (data.details?.error?.failureType === 'cancelledByParent') totals.cancelled++;
+  else if (CANCELLED.has(data.details?.error?.failureType ?? '')) totals.cancelled++;
   else totals.fail++;
 }
 
