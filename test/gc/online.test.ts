@@ -168,13 +168,14 @@ for (const driver of ['filesystem', 's3'] as const) {
         // released: the next tick of either collects
         await tasks[1].run(new AbortController().signal);
         assert.equal(runs.length, 2);
-        // a holder that died: its lease expires and is taken over
-        const dead = new Lease(app.driver, { ttlMs: 200, settleMs: 50 });
+        // a holder that died: its lease expires and is taken over (by an instance whose clock is
+        // past the lease's end; a settle time a loaded machine's store reads fit in)
+        const dead = new Lease(app.driver, { ttlMs: 5_000, settleMs: 300 });
         assert.equal(await dead.acquire(), true);
         assert.equal(await leases[0].acquire(), false, 'held and not expired');
-        await sleep(300);
-        assert.equal(await leases[0].acquire(), true, 'expired: taken over');
-        await leases[0].release();
+        const later = new Lease(app.driver, { ttlMs: 60_000, settleMs: 300, now: () => Date.now() + 10_000 });
+        assert.equal(await later.acquire(), true, 'expired: taken over');
+        await later.release();
       });
     });
 
