@@ -14,7 +14,8 @@
  *   BENCH_QUICK=1          a short smoke run (small blobs, 1 s autocannon runs, one round)
  *   BENCH_ONLY=a,b         only the scenarios whose id starts with one of these (e.g. push,skopeo;
  *                          s3 for every S3 row, catalog-last for the deep catalog page, gc for
- *                          the offline garbage collection of a 3,000-repository root, proxy for
+ *                          the offline garbage collection of a 3,000-repository root and gc-scale
+ *                          for berth's on 1,000 and 10,000 repositories, proxy for
  *                          the pull-through cache rows)
  *   BENCH_CPU_PROFILE=DIR  run berth with node --cpu-prof, writing the profile into DIR on exit
  *                          (bench/profile-top.ts summarises it)
@@ -40,7 +41,7 @@ import { PatternBlob, readProcessMemory, REPO_ROOT } from '../test/helpers/berth
 import { writeOCILayout } from '../test/helpers/oci-layout.js';
 import { toolAvailable } from '../test/helpers/tools.js';
 import { linkBlob, PULL_REPO, smallImage, writeBlobFile, writeSmallFixtures } from './lib/fixtures.js';
-import { measureGc, type GcRow } from './lib/gc.js';
+import { measureGc, measureGcScale, type GcRow, type GcScaleRun } from './lib/gc.js';
 import { measureLimits } from './lib/limits.js';
 import { PROXY_ROW_IDS, proxyScenarios, startProxyPair, type ProxySettings } from './lib/proxy.js';
 import { measure, settle } from './lib/process-stats.js';
@@ -158,6 +159,7 @@ async function main(): Promise<number> {
   const running: Registry[] = [];
   const results: ScenarioResult[] = [];
   let gc: GcRow | undefined;
+  let gcScale: GcScaleRun[] | undefined;
   let scaling: ScalingRow | undefined;
   let store: S3Store | undefined;
   let s3: S3Part | undefined;
@@ -336,6 +338,7 @@ async function main(): Promise<number> {
       await stopAll();
       gc = await measureGc(work, cli ?? buildBerth(), quick ? 300 : GC_REPOSITORIES, quick ? 1 : 3, log);
     }
+    if (wanted('gc-scale')) gcScale = await measureGcScale(work, cli ?? buildBerth(), quick ? [100, 1000] : [1000, 10_000], log);
   } finally {
     await Promise.allSettled(running.map((r) => r.stop()));
     await store?.stop();
@@ -358,6 +361,7 @@ async function main(): Promise<number> {
     limits,
     results,
     gc,
+    gcScale,
     scaling,
     quick,
     notes,

@@ -2,6 +2,8 @@
  * The garbage-collection row: offline collection of one storage root by Distribution's
  * `docker-registry garbage-collect` and by `berth garbage-collect`, each on its own fresh copy,
  * timed as a whole process with its peak RSS (GNU time). The root: test/helpers/gc-fixture.ts.
+ * And the scale row (gc-scale): berth alone on 1,000 and 10,000 repositories, where memory must
+ * follow the digests kept, not the bytes (it was a test of 163 s until issue 27).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -43,6 +45,32 @@ export async function collectOnce(who: 'berth' | 'distribution', template: strin
   const blobsLeft = await countBlobs(root);
   await run('rm', ['-rf', root]);
   return { seconds: Number(seconds), peakRssKiB: Number(rss), blobsLeft };
+}
+
+export interface GcScaleRun {
+  repositories: number;
+  blobs: number;
+  seconds: number;
+  peakRssKiB: number;
+  /** blobs left; each deleted image leaves its config, its own layer and its manifest: 3 per repository */
+  blobsLeft: number;
+  blobsExpected: number;
+}
+
+/** `berth garbage-collect` once on a root of each size in `sizes` (repositories) */
+export async function measureGcScale(work: string, cli: string, sizes: number[], log: (line: string) => void): Promise<GcScaleRun[]> {
+  const runs: GcScaleRun[] = [];
+  for (const repositories of sizes) {
+    const template = join(work, `gc-scale-${repositories}`);
+    log(`garbage collection at scale: writing ${repositories} repositories`);
+    const fixture = await writeGcFixture(template, repositories);
+    const result = await collectOnce('berth', template, work, cli);
+    await run('rm', ['-rf', template]);
+    const blobsExpected = fixture.blobs - repositories * 3;
+    log(`garbage collection at scale, ${repositories} repositories: ${result.seconds} s, peak RSS ${(result.peakRssKiB / 1024).toFixed(0)} MiB, ${result.blobsLeft} blobs left (${blobsExpected} expected)`);
+    runs.push({ repositories, blobs: fixture.blobs, ...result, blobsExpected });
+  }
+  return runs;
 }
 
 export async function measureGc(work: string, cli: string, repositories: number, rounds: number, log: (line: string) => void): Promise<GcRow> {

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import type { GcRow } from './gc.js';
+import type { GcRow, GcScaleRun } from './gc.js';
 import { renderScaling, type ScalingRow } from './scaling.js';
 import type { Limits } from './limits.js';
 import type { Usage } from './process-stats.js';
@@ -83,6 +83,8 @@ export interface Report {
   results: ScenarioResult[];
   /** the offline garbage collection row, when it ran */
   gc?: GcRow;
+  /** berth's offline collection at 1,000 and 10,000 repositories, when it ran */
+  gcScale?: GcScaleRun[];
   /** the several-instances row (s3-ha-8x), when it ran */
   scaling?: ScalingRow;
   settings: Record<string, string>;
@@ -120,6 +122,18 @@ function renderGc(lines: string[], gc: GcRow): void {
   lines.push(`| seconds (median) | ${f(seconds.b, 2)} | ${f(seconds.r, 2)} | **${f(ratio(seconds.r, seconds.b), 2)}×** |`);
   lines.push(`| peak RSS MiB (median) | ${f(rss.b, 0)} | ${f(rss.r, 0)} | |`);
   lines.push(`| blobs left | ${gc.berth.map((r) => r.blobsLeft).join(', ')} | ${gc.distribution.map((r) => r.blobsLeft).join(', ')} | |`);
+}
+
+/** berth's offline collection as the root grows: time and peak RSS, and whether exactly the deleted images' blobs went */
+function renderGcScale(lines: string[], runs: GcScaleRun[]): void {
+  lines.push('');
+  lines.push('## Garbage collection at scale');
+  lines.push('');
+  lines.push('`berth garbage-collect` once per root (test/helpers/gc-fixture.ts: 3 images per repository, one deleted); memory should follow the digests kept, not the bytes.');
+  lines.push('');
+  lines.push('| repositories | blobs | seconds | peak RSS MiB | blobs left (expected) |');
+  lines.push('|---|---|---|---|---|');
+  for (const r of runs) lines.push(`| ${r.repositories} | ${r.blobs} | ${f(r.seconds, 1)} | ${f(r.peakRssKiB / 1024, 0)} | ${r.blobsLeft} (${r.blobsExpected})${r.blobsLeft === r.blobsExpected ? '' : ' **WRONG**'} |`);
 }
 
 export function renderMarkdown(report: Report): string {
@@ -197,6 +211,7 @@ export function renderMarkdown(report: Report): string {
   lines.push('');
   lines.push(...targets(report).map((t) => `- ${t}`));
   if (report.gc) renderGc(lines, report.gc);
+  if (report.gcScale) renderGcScale(lines, report.gcScale);
   if (report.scaling) renderScaling(lines, report.scaling);
   for (const [storage, rows] of sections(report)) {
     if (rows.length === 0) continue;

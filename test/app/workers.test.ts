@@ -133,10 +133,15 @@ describe('http.workers: 2, htpasswd without Redis', () => {
     dir = await mkdtemp(join(tmpdir(), 'berth-workers-login-'));
     await writeHtpasswd(join(dir, 'htpasswd'), { alice: 'secret' });
     berth = await startBerthProcess({
-      config: { http: { workers: 2 }, auth: { htpasswd: { realm: 'test', path: join(dir, 'htpasswd') }, failedlogins: { burst: 4, every: '1h' } } },
+      config: { log: { level: 'info', accesslog: { disabled: true } }, http: { workers: 2 }, auth: { htpasswd: { realm: 'test', path: join(dir, 'htpasswd') }, failedlogins: { burst: 4, every: '1h' } } },
       readyStatus: 401,
     });
-    await sleep(1500); // the second worker starts after the first answers
+    // the second worker starts after the first answers: the primary says when both serve
+    const deadline = Date.now() + 30_000;
+    while (!/serving with 2 worker processes/.test(berth.logs())) {
+      if (Date.now() > deadline) throw new Error(`the second worker did not start:\n${berth.logs()}`);
+      await sleep(50);
+    }
   });
   after(async () => {
     await berth?.stop();

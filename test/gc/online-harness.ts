@@ -1,25 +1,39 @@
 /**
  * What the online collection tests share: the delays per store (S3 keeps modification times to
- * the second), a berth with online collection for one test, and whether an image is served whole.
+ * the second), a berth with online collection for one test on a store whose clock the test moves
+ * (`age`, test/helpers/aging-store.ts: no real sleep), and whether an image is served whole.
  */
 import { createHash } from 'node:crypto';
 import { startBerth, type Overrides, type TestRegistry } from '../helpers/berth.js';
+import { AgingStore } from '../helpers/aging-store.js';
 import type { Image } from '../helpers/images.js';
 
 export type OnlineStore = 'filesystem' | 's3';
 
-/** the collection delay of the tests, and how long to wait for something to be older than it */
+/** the collection delay of the tests, and how far to age the store for something to be older than it */
 export function delays(driver: OnlineStore): { DELAY_MS: number; AGED_MS: number } {
   const DELAY_MS = driver === 's3' ? 2000 : 1000;
   return { DELAY_MS, AGED_MS: DELAY_MS + (driver === 's3' ? 1200 : 200) };
 }
 
-/** runs `body` with a berth configured by `overrides`, stopped however the body ends */
+/**
+ * runs `body` with a berth configured by `overrides` (collection delay DELAY_MS of `driver`),
+ * stopped however the body ends. `age(ms)` makes what its store holds ms older (the store's clock,
+ * which the collection reads), then lets the quiet time of the registry's use records pass for
+ * real (delay / 4, src/features/gc.ts: within it a request does not record a use again, measured
+ * on the process's clock, which the store's does not move)
+ */
 export function berthFor(overrides: Overrides, driver: OnlineStore) {
-  return async (body: (berth: TestRegistry) => Promise<void>): Promise<void> => {
-    const berth = await startBerth(overrides, { driver });
+  const quietMs = delays(driver).DELAY_MS / 4;
+  return async (body: (berth: TestRegistry & { age(ms: number): Promise<void> }) => Promise<void>): Promise<void> => {
+    let store: AgingStore | undefined;
+    const berth = await startBerth(overrides, { driver, wrapDriver: (inner) => (store = new AgingStore(inner)) });
+    const age = async (ms: number) => {
+      store!.age(ms);
+      await new Promise((resolve) => setTimeout(resolve, quietMs + 10));
+    };
     try {
-      await body(berth);
+      await body({ ...berth, age });
     } finally {
       await berth.stop();
     }

@@ -39,14 +39,14 @@ for (const driver of ['filesystem', 's3'] as const) {
     const withBerth = berthFor(CONFIG, driver);
 
     it('deletes old manifests no tag reaches and the blobs only they held; keeps tagged images, their children and referrers, and young manifests', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const index = await pushImageOK(url, 'app/x', buildImage('oci-index'), 'v1'); // children pushed by digest only
         const first = await pushImageOK(url, 'app/x', buildImage('docker-v2'), 'moving');
         const second = buildImage('docker-v2');
         const untagged = await pushImageOK(url, 'app/x', buildImage('oci-manifest'));
         const keptSbom = await pushImageOK(url, 'app/x', buildImage('oci-artifact', { subject: index }));
         const goneSbom = await pushImageOK(url, 'app/x', buildImage('oci-artifact', { subject: untagged }));
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         await pushImageOK(url, 'app/x', second, 'moving'); // `first` is untagged from now on
         const young = await pushImageOK(url, 'app/x', buildImage('oci-manifest'));
 
@@ -69,10 +69,10 @@ for (const driver of ['filesystem', 's3'] as const) {
     });
 
     it('a young untagged index keeps its old untagged children', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const children = [buildImage('oci-manifest'), buildImage('oci-manifest')];
         for (const child of children) await pushImageOK(url, 'app/y', child);
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         const index = await pushImageOK(url, 'app/y', buildImage('oci-index', { children }));
         const summary = await collect(app.driver);
         assert.equal(summary.manifestsDeleted, 0);
@@ -81,9 +81,9 @@ for (const driver of ['filesystem', 's3'] as const) {
     });
 
     it('a PUT that records the use of a revision while the collector deletes it brings it back (the protocol, interleaved by hand)', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const child = await pushImageOK(url, 'team/race', buildImage('oci-manifest'));
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         const writer = new TouchingGuard(app.driver, 0);
         // an index PUT records its use of the child right after the collector removed the revision
         const interleaving = new (class extends ForwardingDriver {
@@ -102,7 +102,7 @@ for (const driver of ['filesystem', 's3'] as const) {
     });
 
     it('races collections against index pushes that reuse old untagged children: every acknowledged index stays whole', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const rounds = driver === 's3' ? 3 : 8;
         const acknowledged: { name: string; index: Image }[] = [];
         let puts = 0;
@@ -113,7 +113,7 @@ for (const driver of ['filesystem', 's3'] as const) {
           const name = `race/r${round}`;
           const children = Array.from({ length: 8 }, () => buildImage('oci-manifest', { layers: 1, layerSize: 256 }));
           for (const child of children) await pushImageOK(url, name, child);
-          await sleep(AGED_MS); // every child is now old and untagged; the last two stay unused
+          await age(AGED_MS); // every child is now old and untagged; the last two stay unused
           const collector = (async () => {
             for (let i = 0; i < 2; i++) {
               const s = await collect(app.driver);

@@ -18,6 +18,7 @@ import type { Digest } from '../../src/registry/digest.js';
 import { ForwardingDriver } from '../../src/storage/forwarding.js';
 import { unlessMissing, type StorageDriver } from '../../src/storage/driver.js';
 import { pushBlob } from '../helpers/blobs.js';
+import { AgingStore } from '../helpers/aging-store.js';
 import { startBerth } from '../helpers/berth.js';
 import { stopSharedCeph } from '../helpers/ceph.js';
 import { berthFor, delays, servedWhole } from './online-harness.js';
@@ -47,7 +48,7 @@ for (const driver of ['filesystem', 's3'] as const) {
     const withBerth = berthFor(GC, driver);
 
     it('moves unreferenced blobs older than the delay to the trash, deletes them at a later collection, keeps every referenced one', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const kept = await pushImageOK(url, 'app/kept', buildImage('docker-v2'));
         const orphan = buildImage('docker-v2');
         await pushBlobsOnly(url, 'app/orphan', orphan);
@@ -55,7 +56,7 @@ for (const driver of ['filesystem', 's3'] as const) {
         assert.equal(young.blobsTrashed, 0, 'nothing is older than the delay yet');
         assert.ok(young.blobsSpared >= orphan.blobs.length);
 
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         const dry = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: true });
         assert.equal(dry.blobsTrashed, orphan.blobs.length);
         for (const blob of orphan.blobs) assert.ok(await stored(app.driver, blob.digest), 'a dry run moves nothing');
@@ -65,7 +66,7 @@ for (const driver of ['filesystem', 's3'] as const) {
         for (const blob of orphan.blobs) assert.equal(await stored(app.driver, blob.digest), false);
         assert.equal(await servedWhole(url, 'app/kept', kept), undefined);
 
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         const second = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
         assert.equal(second.blobsPurged, orphan.blobs.length);
         assert.equal(second.bytesFreed, orphan.blobs.reduce((n, b) => n + b.size, 0));
@@ -75,11 +76,11 @@ for (const driver of ['filesystem', 's3'] as const) {
     });
 
     it('sha512 content: referenced blobs stay; unreferenced ones go to the trash (by hex), a HEAD takes one back, the rest are purged', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const kept = await pushImageOK(url, 'sha/kept', buildImage('oci-manifest', { algorithm: 'sha512' }));
         const orphan = buildImage('docker-v2', { algorithm: 'sha512' });
         await pushBlobsOnly(url, 'sha/orphan', orphan);
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         const first = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
         assert.equal(first.blobsTrashed, orphan.blobs.length);
         for (const blob of orphan.blobs) assert.equal(await stored(app.driver, blob.digest), false);
@@ -89,7 +90,7 @@ for (const driver of ['filesystem', 's3'] as const) {
         const [rescued, ...rest] = orphan.blobs;
         assert.equal((await fetch(`${url}/v2/sha/orphan/blobs/${rescued.digest}`, { method: 'HEAD' })).status, 200, 'taken back from the trash');
         assert.ok(await stored(app.driver, rescued.digest));
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         const second = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
         assert.equal(second.blobsPurged, rest.length);
         assert.equal(second.bytesFreed, rest.reduce((n, b) => n + b.size, 0));
@@ -98,10 +99,10 @@ for (const driver of ['filesystem', 's3'] as const) {
     });
 
     it('a blob in the trash is taken back by the next request that relies on it (HEAD, then a manifest that references it)', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const image = buildImage('docker-v2');
         await pushBlobsOnly(url, 'team/late', image);
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         assert.equal((await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false })).blobsTrashed, image.blobs.length);
         for (const blob of image.blobs) {
           const head = await fetch(`${url}/v2/team/late/blobs/${blob.digest}`, { method: 'HEAD' });
@@ -110,7 +111,7 @@ for (const driver of ['filesystem', 's3'] as const) {
         const put = await putManifest(url, 'team/late', 'v1', image.body, image.mediaType);
         assert.equal(put.status, 201);
         assert.equal(await servedWhole(url, 'team/late', image), undefined);
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         const next = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
         assert.equal(next.blobsPurged, 0);
         assert.equal(await servedWhole(url, 'team/late', image), undefined);
@@ -118,10 +119,10 @@ for (const driver of ['filesystem', 's3'] as const) {
     });
 
     it('a use recorded while the collector moves a blob to the trash brings it back (the protocol, interleaved by hand)', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const image = buildImage('docker-v2');
         await pushBlobsOnly(url, 'team/race', image);
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         const writer = new TouchingGuard(app.driver, 0);
         // a request records its use right after the collector's move, before the collector reads the record again
         const interleaving = new (class extends ForwardingDriver {
@@ -141,13 +142,13 @@ for (const driver of ['filesystem', 's3'] as const) {
     });
 
     it('uploads in progress are untouched', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const started = await fetch(`${url}/v2/team/slow/blobs/uploads/`, { method: 'POST' });
         const location = new URL(started.headers.get('location')!, url);
         const part = Buffer.alloc(4096, 3);
         const patched = await fetch(location, { method: 'PATCH', headers: { 'content-type': 'application/octet-stream' }, body: part });
         assert.equal(patched.status, 202);
-        await sleep(AGED_MS);
+        await age(AGED_MS);
         await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
         const rest = Buffer.alloc(100, 4);
         const put = new URL(patched.headers.get('location')!, url);
@@ -188,7 +189,7 @@ for (const driver of ['filesystem', 's3'] as const) {
     });
 
     it('the race: collections against pushes that reuse old unreferenced blobs, mounts and deletes lose nothing acknowledged', async () => {
-      await withBerth(async ({ url, app }) => {
+      await withBerth(async ({ url, app, age }) => {
         const rounds = driver === 's3' ? 4 : 10;
         const acknowledged = new Map<string, { name: string; image: Image }>();
         const deleted = new Set<string>();
@@ -198,7 +199,7 @@ for (const driver of ['filesystem', 's3'] as const) {
         for (let round = 0; round < rounds; round++) {
           const images = Array.from({ length: 6 }, () => buildImage('docker-v2', { layers: 2, layerSize: 512 }));
           for (const [i, image] of images.entries()) await pushBlobsOnly(url, `old/r${round}i${i}`, image);
-          await sleep(AGED_MS); // every blob of the round is now old and unreferenced
+          await age(AGED_MS); // every blob of the round is now old and unreferenced
           const collector = (async () => {
             for (let i = 0; i < 2; i++) {
               const s = await collectOnline(app.driver, { delayMs: DELAY_MS, dryRun: false });
@@ -255,14 +256,18 @@ for (const driver of ['filesystem', 's3'] as const) {
 
 describe('online garbage collection in a running registry', () => {
   it('runs on its interval and reports its last figures in /debug/vars and Prometheus', async () => {
-    const berth = await startBerth({
-      storage: { maintenance: { gc: { enabled: true, interval: '300ms', delay: '1s' } } },
-      http: { debug: { addr: '127.0.0.1:0', prometheus: { enabled: true } } },
-    });
+    let store: AgingStore | undefined;
+    const berth = await startBerth(
+      {
+        storage: { maintenance: { gc: { enabled: true, interval: '300ms', delay: '1s' } } },
+        http: { debug: { addr: '127.0.0.1:0', prometheus: { enabled: true } } },
+      },
+      { wrapDriver: (inner) => (store = new AgingStore(inner)) },
+    );
     try {
       const orphan = buildImage('docker-v2');
       await pushBlobsOnly(berth.url, 'app/orphan', orphan);
-      await sleep(1300);
+      store!.age(1300); // older than the delay, on the store's clock the collection reads
       const deadline = Date.now() + 20_000;
       let gc: Record<string, number> = {};
       while (Date.now() < deadline) {

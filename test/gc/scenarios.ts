@@ -1,6 +1,6 @@
 /**
  * The offline collection's cases, run for each storage driver (filesystem.test.ts, s3.test.ts,
- * inmemory.test.ts): images are pushed through a running berth, so the layout is the real one.
+ * inmemory.unit.test.ts): images are pushed through a running berth, so the layout is the real one.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -13,8 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { startBerth, type Overrides, type TestRegistry } from '../helpers/berth.js';
-import { sharedCeph, stopSharedCeph } from '../helpers/ceph.js';
+import { sharedCeph, stopSharedCeph, useOwnCeph } from '../helpers/ceph.js';
 import { loadConfig } from '../../src/config/load.js';
+
+useOwnCeph(); // radosgw is frozen (SIGSTOP) here: not the suite's Ceph, which other files use meanwhile
 
 const FAST = { interval: '100ms' };
 
@@ -78,7 +80,7 @@ describe('health checks (Distribution\'s health: block)', () => {
     }
   });
 
-  it('a TCP check: a closed port fails it (after the threshold: test/health/monitor.test.ts), a listening one passes', async () => {
+  it('a TCP check: a closed port fails it (after the threshold: test/health/monitor.unit.test.ts), a listening one passes', async () => {
     const listener = createTCPServer((socket) => socket.destroy());
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
     const port = (listener.address() as AddressInfo).port;

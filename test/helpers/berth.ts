@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { validateConfig } from '../../src/config/load.js';
+import { configuredDriver } from '../../src/features/storage.js';
 import type { Clock } from '../../src/scheduler/clock.js';
+import type { StorageDriver } from '../../src/storage/driver.js';
 import { sharedCeph } from './ceph.js';
 
 export interface TestRegistry {
@@ -41,10 +43,18 @@ export function merge(base: Overrides, overrides: Overrides): Overrides {
  * with stopSharedCeph() in after()), one bucket, a fresh rootdirectory per registry unless
  * `s3` gives the parameters (a sibling on the same root). 'none': storage comes from `overrides`.
  * `clock`: what the registry's background tasks run on (a ManualClock lets a test advance time).
+ * `wrapDriver`: the registry runs on what it returns around the configured driver (e.g. an
+ * AgingStore, test/helpers/aging-store.ts, whose clock the test moves).
  */
 export async function startBerth(
   overrides: Overrides = {},
-  options: { driver?: 'filesystem' | 'inmemory' | 's3' | 'none'; root?: string; s3?: Overrides; clock?: Clock } = {},
+  options: {
+    driver?: 'filesystem' | 'inmemory' | 's3' | 'none';
+    root?: string;
+    s3?: Overrides;
+    clock?: Clock;
+    wrapDriver?: (driver: StorageDriver) => StorageDriver;
+  } = {},
 ): Promise<TestRegistry> {
   const driver = options.driver ?? 'filesystem';
   const root = driver === 'filesystem' ? (options.root ?? (await mkdtemp(join(tmpdir(), 'berth-test-')))) : undefined;
@@ -64,7 +74,8 @@ export async function startBerth(
   };
   const config = validateConfig(merge(base, overrides), 'test');
   const logger = pino({ level: process.env.BERTH_TEST_LOG ?? 'silent' });
-  const app = await createApp(config, { logger, clock: options.clock });
+  const wrapped = options.wrapDriver?.(await configuredDriver(config, logger));
+  const app = await createApp(config, { logger, clock: options.clock, driver: wrapped });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     url,

@@ -16,6 +16,7 @@ import { basic, issueCert, makeCA, writeHtpasswd, x5cOf, type CertFiles } from '
 import { call, describeEndpoint, endpoints, seededRoot } from '../helpers/auth-endpoints.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { errorCodes } from '../helpers/blobs.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import type { Image } from '../helpers/images.js';
 import { needTool } from '../helpers/tools.js';
 
@@ -62,6 +63,8 @@ function parseChallenge(header: string | null): Record<string, string> {
 
 describe('token authentication', needTool('openssl', 'certificates for x5c chains'), () => {
   let registry: TestRegistry;
+  /** the registry's clock: the htpasswd file is checked at most once a second of it */
+  const clock = new ManualClock(Date.now());
   let root: string;
   let dir: string;
   let image: Image;
@@ -104,7 +107,7 @@ describe('token authentication', needTool('openssl', 'certificates for x5c chain
           access: ACCESS,
         },
       },
-      { root },
+      { root, clock },
     );
     full = await mint(chainSigner, {}, {
       access: [repo('team/app', 'pull', 'push', 'delete'), repo('team/new', 'pull', 'push'), { type: 'registry', name: 'catalog', actions: ['*'] }],
@@ -352,7 +355,7 @@ describe('token authentication', needTool('openssl', 'certificates for x5c chain
       assert.equal((await refresh(old)).status, 200);
       try {
         await writeHtpasswd(path, { ...USERS, reader: 'a-new-password' });
-        await new Promise((resolve) => setTimeout(resolve, 1100)); // the file is checked once a second
+        await clock.advance(1000); // the file is checked at most once a second
         const refused = await refresh(old);
         assert.equal(refused.status, 400);
         const body = (await refused.json()) as { error: string; errors: { message: string }[] };
@@ -362,11 +365,11 @@ describe('token authentication', needTool('openssl', 'certificates for x5c chain
         assert.equal((await refresh(fresh)).status, 200);
         const { reader: _removed, ...others } = USERS;
         await writeHtpasswd(path, others);
-        await new Promise((resolve) => setTimeout(resolve, 1100));
+        await clock.advance(1000);
         assert.equal((await refresh(fresh)).status, 400, 'a removed user');
       } finally {
         await writeHtpasswd(path, USERS);
-        await new Promise((resolve) => setTimeout(resolve, 1100));
+        await clock.advance(1000);
       }
     });
   });

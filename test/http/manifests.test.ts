@@ -8,16 +8,12 @@ import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createApp } from '../../src/app.js';
 import { validateConfig } from '../../src/config/load.js';
-import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
-import { needTools } from '../helpers/tools.js';
 import { merge, startBerth, type Overrides, type TestRegistry } from '../helpers/berth.js';
 import { pushBlob, rawRequest, sha256 } from '../helpers/blobs.js';
 import { buildImage, IMAGE_KINDS, isIndexKind, ManifestTypes, pushContent, pushImage, pushImageOK, putManifest, type Image, type ImageKind } from '../helpers/images.js';
 
-const DRIVERS = ['filesystem', 'inmemory', 's3'] as const;
-/** s3: the shared Ceph store of this file (test/helpers/ceph.ts), skipped loudly without Ceph */
-const driverOptions = (driver: Driver) => (driver === 's3' ? needTools(CEPH_TOOLS, 'the HTTP suite on the s3 driver') : {});
-after(() => stopSharedCeph());
+/** the HTTP behaviour; S3 semantics are the driver suite's and the S3 files' (test/storage/s3.test.ts, test/http/s3-redirects.test.ts) */
+const DRIVERS = ['filesystem', 'inmemory'] as const;
 type Driver = (typeof DRIVERS)[number];
 const LIMIT = 4 * 1024 * 1024;
 
@@ -48,7 +44,6 @@ async function expectError(res: Response, status: number, code: string): Promise
 /** a second server over the storage of `registry` with other settings (read-only, deletes off) */
 async function startSibling(registry: TestRegistry, driver: Driver, overrides: Overrides): Promise<{ url: string; stop(): Promise<void> }> {
   if (driver === 'filesystem') return startBerth(overrides, { driver, root: registry.root });
-  if (driver === 's3') return startBerth(overrides, { driver, s3: registry.s3 });
   const base: Overrides = {
     version: '0.1',
     log: { level: 'error', accesslog: { disabled: true } },
@@ -85,7 +80,7 @@ const FOREIGN_ACCEPT: Record<ImageKind, string> = {
 };
 
 for (const driver of DRIVERS) {
-  describe(`manifests (${driver})`, driverOptions(driver), () => {
+  describe(`manifests (${driver})`, () => {
     let registry: TestRegistry;
     let url: string;
     let counter = 0;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
-import { pushBlob, randomBlob } from '../helpers/blobs.js';
+import { pushBlob, randomBlob, sha512 } from '../helpers/blobs.js';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 
@@ -53,6 +53,20 @@ describe('s3: blob redirects', needTools(CEPH_TOOLS, 'the s3 redirect tests'), (
     const res = await fetch(url);
     await res.arrayBuffer();
     assert.equal(res.status, 403);
+  });
+
+  // what uploads.test.ts checked on s3 before it ran on filesystem and inmemory only (issue 27)
+  it('a sha512 blob: GET answers 307 with the sha512 digest headers; the store serves its bytes', async () => {
+    const data = randomBlob(3000).data;
+    const digest = sha512(data);
+    assert.equal((await pushBlob(registry.url, 'lib/sha512', data, digest)).status, 201);
+    const res = await fetch(`${registry.url}/v2/lib/sha512/blobs/${digest}`, { redirect: 'manual' });
+    assert.equal(res.status, 307);
+    assert.equal(res.headers.get('registry-content-digest'), digest);
+    assert.equal(res.headers.get('docker-content-digest'), digest);
+    const fromStore = await fetch(res.headers.get('location')!);
+    assert.equal(fromStore.status, 200);
+    assert.ok(Buffer.from(await fromStore.arrayBuffer()).equals(data));
   });
 
   it('HEAD is answered by the registry', async () => {

@@ -12,10 +12,12 @@ import { after, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createApp } from '../../src/app.js';
 import { validateConfig } from '../../src/config/load.js';
-import { sharedCeph, stopSharedCeph } from '../helpers/ceph.js';
+import { sharedCeph, stopSharedCeph, useOwnCeph } from '../helpers/ceph.js';
 import { buildImage, pushImageOK } from '../helpers/images.js';
 import { CEPH_TOOLS } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
+
+useOwnCeph(); // radosgw is frozen (SIGSTOP) here: not the suite's Ceph, which other files use meanwhile
 
 describe('storage.calls configuration', () => {
   const calls = (extra: object) => validateConfig({ version: '0.1', storage: { inmemory: {}, ...extra } }, 't').storage.calls;

@@ -14,6 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { seededRoot } from '../helpers/auth-endpoints.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { launchBrowser, needBrowser, openPage } from '../helpers/ui.js';
 
 const USERS = { admin: 'admin-secret-pw', reader: 'reader-secret-pw' };
@@ -104,6 +105,8 @@ describe('web interface: access', needBrowser(), () => {
 
   describe('token auth with the built-in issuer', () => {
     let registry: TestRegistry;
+    /** the registry's clock: the htpasswd file is checked at most once a second of it */
+    const clock = new ManualClock(Date.now());
     before(async () => {
       registry = await startBerth(
         {
@@ -113,7 +116,7 @@ describe('web interface: access', needBrowser(), () => {
             access: ACCESS,
           },
         },
-        { root },
+        { root, clock },
       );
     });
     after(() => registry?.stop());
@@ -174,7 +177,7 @@ describe('web interface: access', needBrowser(), () => {
       await page.getByRole('link', { name: 'team/web' }).waitFor();
       try {
         await writeHtpasswd(join(dir, 'htpasswd'), { ...USERS, reader: 'a-new-password' });
-        await new Promise((resolve) => setTimeout(resolve, 1100)); // the file is checked once a second
+        await clock.advance(1000); // the file is checked at most once a second
         const refused = page.waitForResponse((res) => res.url().endsWith('/auth/token') && res.request().method() === 'POST');
         await page.reload();
         assert.equal((await refused).status(), 400);
@@ -184,7 +187,7 @@ describe('web interface: access', needBrowser(), () => {
         assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.refresh')), null);
       } finally {
         await writeHtpasswd(join(dir, 'htpasswd'), USERS);
-        await new Promise((resolve) => setTimeout(resolve, 1100));
+        await clock.advance(1000);
       }
     });
 
