@@ -26,7 +26,7 @@ import { RegistryError } from '../registry/errors.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import { describe, rethrowUpstream, UpstreamError } from './errors.js';
 import type { ProxyStats } from './stats.js';
-import type { Upstream } from './upstream.js';
+import type { Upstream, UpstreamResponse } from './upstream.js';
 
 /**
  * The upstream's body arrives in pieces of at most 64 KiB; written on as they come, each one costs
@@ -165,7 +165,7 @@ class BlobFetch {
     }
   }
 
-  private async request(): Promise<Response> {
+  private async request(): Promise<UpstreamResponse> {
     const res = await this.upstream.request({
       method: 'GET',
       repository: this.name,
@@ -175,13 +175,13 @@ class BlobFetch {
       followRedirects: true,
     });
     if (res.status === 404) {
-      await res.body?.cancel();
+      res.cancel();
       throw blobUnknown(this.digest);
     }
     const header = res.headers.get('content-length');
     const declared = header === null ? this.told : Number(header);
     if (declared === undefined || !Number.isSafeInteger(declared) || declared < 0 || (this.told !== undefined && declared !== this.told)) {
-      await res.body?.cancel();
+      res.cancel();
       const said = declared === undefined ? 'no size' : this.told !== undefined && declared !== this.told ? `${header} bytes where its HEAD said ${this.told}` : `an invalid size (${header})`;
       throw new UpstreamError(`the upstream registry ${this.upstream.host} gave ${said} for ${this.digest}; nothing was served`);
     }
@@ -189,7 +189,7 @@ class BlobFetch {
     return res;
   }
 
-  private async store(res: Response): Promise<void> {
+  private async store(res: UpstreamResponse): Promise<void> {
     const started = Date.now();
     // hashed with the digest's algorithm as the bytes arrive
     const algorithm = digestAlgorithm(this.digest);
@@ -220,8 +220,7 @@ class BlobFetch {
    * the upstream's body for the upload in batches of about BATCH bytes, handing each batch to the
    * readers once the next one is complete (the last one once the digest checked out)
    */
-  private async *body(res: Response): AsyncGenerator<Buffer> {
-    if (!res.body) return;
+  private async *body(res: UpstreamResponse): AsyncGenerator<Buffer> {
     const idle = setTimeout(() => this.abort.abort(), this.options.idleTimeoutMs);
     let pending: Buffer[] = [];
     let pendingBytes = 0;
@@ -235,10 +234,10 @@ class BlobFetch {
       return out;
     };
     try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
         idle.refresh();
         const piece = Math.min(chunk.byteLength, left);
-        pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, piece));
+        pending.push(piece === chunk.byteLength ? chunk : chunk.subarray(0, piece));
         pendingBytes += piece;
         left -= piece;
         if (left === 0) break; // the declared size: whatever else the upstream sends is not read
