@@ -31,7 +31,8 @@ import type { Upstream, UpstreamResponse } from './upstream.js';
 /**
  * The upstream's body arrives in pieces of at most 64 KiB. The readers get them in batches of this
  * size, written in one go: the HTTP response corks its socket for the tick, so a batch leaves in
- * few socket writes without being copied into one Buffer first (bench proxy-cold-big).
+ * few socket writes without being copied into one Buffer first; the upload writes them to the
+ * file in batches of this size too (one writev each; bench proxy-cold-big).
  */
 const BATCH = 1024 * 1024;
 /** the sizes upstream HEADs told clients, remembered for this many digests (the oldest forgotten first) */
@@ -195,7 +196,7 @@ class BlobFetch {
     const algorithm = digestAlgorithm(this.digest);
     const upload = await this.uploads.start(this.name, algorithm);
     try {
-      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm);
+      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm, BATCH);
     } catch (err) {
       this.settled = true;
       this.abort.abort();
