@@ -6,7 +6,7 @@
  *
  * Reading along: clients that join before the first byte is handed on read the upstream's bytes as
  * they arrive, at the pace of the slowest of them (a writable buffer each, waited on); clients that
- * join later wait for the commit and read from storage. The last chunk is handed on only after the
+ * join later wait for the commit and read from storage. The last batch is handed on only after the
  * digest checked out, so a client never receives a complete body with the wrong bytes.
  *
  * The body is read up to the size the upstream declared and no further: the GET's Content-Length,
@@ -26,12 +26,13 @@ import { RegistryError } from '../registry/errors.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import { describe, rethrowUpstream, UpstreamError } from './errors.js';
 import type { ProxyStats } from './stats.js';
-import type { Upstream } from './upstream.js';
+import type { Upstream, UpstreamResponse } from './upstream.js';
 
 /**
- * The upstream's body arrives in pieces of at most 64 KiB; written on as they come, each one costs
- * a file write and a socket write per reader (most of a cold pull's CPU, bench proxy-cold-big).
- * Gathered into batches of this size, those calls are few, for one copy of the bytes.
+ * The upstream's body arrives in pieces of at most 64 KiB. The readers get them in batches of this
+ * size, written in one go: the HTTP response corks its socket for the tick, so a batch leaves in
+ * few socket writes without being copied into one Buffer first; the upload writes them to the
+ * file in batches of this size too (one writev each; bench proxy-cold-big).
  */
 const BATCH = 1024 * 1024;
 /** the sizes upstream HEADs told clients, remembered for this many digests (the oldest forgotten first) */
@@ -118,8 +119,8 @@ class BlobFetch {
   private settled = false;
   /** cancelled because every client left */
   private abandoned = false;
-  /** the last chunk, handed on only once the digest checked out */
-  private held?: Buffer;
+  /** the last batch, handed on only once the digest checked out */
+  private held?: Buffer[];
   private readonly abort = new AbortController();
 
   constructor(
@@ -165,7 +166,7 @@ class BlobFetch {
     }
   }
 
-  private async request(): Promise<Response> {
+  private async request(): Promise<UpstreamResponse> {
     const res = await this.upstream.request({
       method: 'GET',
       repository: this.name,
@@ -175,13 +176,13 @@ class BlobFetch {
       followRedirects: true,
     });
     if (res.status === 404) {
-      await res.body?.cancel();
+      res.cancel();
       throw blobUnknown(this.digest);
     }
     const header = res.headers.get('content-length');
     const declared = header === null ? this.told : Number(header);
     if (declared === undefined || !Number.isSafeInteger(declared) || declared < 0 || (this.told !== undefined && declared !== this.told)) {
-      await res.body?.cancel();
+      res.cancel();
       const said = declared === undefined ? 'no size' : this.told !== undefined && declared !== this.told ? `${header} bytes where its HEAD said ${this.told}` : `an invalid size (${header})`;
       throw new UpstreamError(`the upstream registry ${this.upstream.host} gave ${said} for ${this.digest}; nothing was served`);
     }
@@ -189,13 +190,13 @@ class BlobFetch {
     return res;
   }
 
-  private async store(res: Response): Promise<void> {
+  private async store(res: UpstreamResponse): Promise<void> {
     const started = Date.now();
     // hashed with the digest's algorithm as the bytes arrive
     const algorithm = digestAlgorithm(this.digest);
     const upload = await this.uploads.start(this.name, algorithm);
     try {
-      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm);
+      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm, undefined, BATCH);
     } catch (err) {
       this.settled = true;
       this.abort.abort();
@@ -213,50 +214,54 @@ class BlobFetch {
     this.settled = true;
     await Promise.all([...this.others].map((name) => this.blobs.link(name, this.digest)));
     this.logger.info({ repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
-    for (const reader of this.readers) reader.end(this.held);
+    for (const reader of this.readers) {
+      for (const chunk of this.held ?? []) reader.write(chunk);
+      reader.end();
+    }
   }
 
   /**
-   * the upstream's body for the upload in batches of about BATCH bytes, handing each batch to the
-   * readers once the next one is complete (the last one once the digest checked out)
+   * the upstream's body for the upload as it arrives, chunk by chunk (the upload gathers them into
+   * its writes and hashes them there: no copy); the readers get the same chunks in batches of about
+   * BATCH bytes, each once the next one is complete (the last one once the digest checked out)
    */
-  private async *body(res: Response): AsyncGenerator<Buffer> {
-    if (!res.body) return;
+  private async *body(res: UpstreamResponse): AsyncGenerator<Buffer> {
     const idle = setTimeout(() => this.abort.abort(), this.options.idleTimeoutMs);
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
+    let batch: Buffer[] = [];
+    let batchBytes = 0;
     let left = this.size;
-    const batch = async (): Promise<Buffer> => {
-      const out = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
-      pending = [];
-      pendingBytes = 0;
+    const handOnPrevious = async () => {
       if (this.held) await this.handOn(this.held);
-      this.held = out;
-      return out;
+      this.held = batch;
+      batch = [];
+      batchBytes = 0;
     };
     try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
         idle.refresh();
-        const piece = Math.min(chunk.byteLength, left);
-        pending.push(Buffer.from(chunk.buffer, chunk.byteOffset, piece));
-        pendingBytes += piece;
-        left -= piece;
+        const piece = chunk.byteLength <= left ? chunk : chunk.subarray(0, left);
+        left -= piece.byteLength;
+        batch.push(piece);
+        batchBytes += piece.byteLength;
+        yield piece;
         if (left === 0) break; // the declared size: whatever else the upstream sends is not read
-        if (pendingBytes >= BATCH) yield await batch();
+        if (batchBytes >= BATCH) await handOnPrevious();
       }
       if (left > 0) throw new Error(`its body ended after ${this.size - left} of the ${this.size} bytes it declared`);
-      if (pendingBytes > 0) yield await batch();
+      if (batchBytes > 0) await handOnPrevious();
     } finally {
       clearTimeout(idle);
     }
   }
 
-  /** writes to every reader, waiting for the slow ones to drain (a reader that closes is left) */
-  private async handOn(chunk: Buffer): Promise<void> {
+  /** writes a batch to every reader, waiting for the slow ones to drain (a reader that closes is left) */
+  private async handOn(chunks: readonly Buffer[]): Promise<void> {
     this.forwarding = true;
     const waits: Promise<unknown>[] = [];
     for (const reader of this.readers) {
-      if (!reader.write(chunk)) waits.push(drainedOrClosed(reader));
+      let open = true;
+      for (const chunk of chunks) open = reader.write(chunk);
+      if (!open) waits.push(drainedOrClosed(reader));
     }
     await Promise.all(waits);
   }

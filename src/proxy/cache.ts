@@ -26,7 +26,7 @@ import { MANIFEST_LIMIT, parseManifest, supportedManifestMediaTypes } from '../r
 import type { BlobFetches } from './blob-fetch.js';
 import type { ProxyStats } from './stats.js';
 import { describe, isUpstreamFailure, rethrowUpstream, UpstreamError } from './errors.js';
-import type { Upstream } from './upstream.js';
+import type { Upstream, UpstreamResponse } from './upstream.js';
 
 const TAGS_PAGE = 1000;
 /** the largest page of tags read (1000 tags of 128 characters are 130 KiB; some upstreams send every tag at once) */
@@ -161,7 +161,7 @@ export class PullThroughCache implements ContentSource {
     });
     const what = 'tag' in reference ? `tag ${JSON.stringify(reference.tag)}` : reference.digest;
     if (res.status === 404) {
-      await res.body?.cancel();
+      res.cancel();
       throw manifestUnknown(name, what, 'tag' in reference ? { tag: reference.tag } : { digest: reference.digest });
     }
     const body = await this.upstream.readBounded(res, MANIFEST_LIMIT, 'manifest');
@@ -199,13 +199,13 @@ export class PullThroughCache implements ContentSource {
       timeoutMs: this.timeouts.fetchTimeoutMs,
       followRedirects: true,
     });
-    if (res.status === 404 || !res.body) {
-      await res.body?.cancel();
+    if (res.status === 404) {
+      res.cancel();
       throw blobUnknown(digest);
     }
     // an upstream that ignores Range answers 200 with the whole blob: cut the range out of it
     const skip = res.status === 206 ? 0 : range.offset;
-    return Readable.from(slice(res.body as unknown as AsyncIterable<Uint8Array>, skip, range.length));
+    return Readable.from(slice(res.body as AsyncIterable<Uint8Array>, skip, range.length));
   }
 
   /** every page of the upstream's tag list, sorted by code unit; 404 NAME_UNKNOWN */
@@ -214,9 +214,9 @@ export class PullThroughCache implements ContentSource {
     let path: string | undefined = `${name}/tags/list?n=${TAGS_PAGE}`;
     for (let page = 0; path && page < MAX_TAG_PAGES; page++) {
       const timeoutMs = this.timeouts.checkTimeoutMs;
-      const res: Response = await this.upstream.request({ method: 'GET', repository: name, path, timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
+      const res: UpstreamResponse = await this.upstream.request({ method: 'GET', repository: name, path, timeoutMs, signal: AbortSignal.timeout(timeoutMs) });
       if (res.status === 404) {
-        await res.body?.cancel();
+        res.cancel();
         throw new RegistryError('NAME_UNKNOWN', `repository name not known to the upstream registry ${this.upstream.host}: ${name}`, { detail: { name } });
       }
       const body = (await this.upstream.readJson(res, TAGS_PAGE_LIMIT, 'tag list')) as { tags?: unknown } | null;

@@ -1,5 +1,7 @@
 /**
- * The upstream registry's client: Node's fetch with a deadline on every request, and the
+ * The upstream registry's client: undici's request (bodies as Node streams: a blob's bytes reach
+ * the cache without fetch's web streams, most of a cold pull's CPU before) with a deadline on
+ * every request, and the
  * authentication real registries ask for. Anonymous first; on a 401 the challenge decides: Basic
  * gets the configured credentials, Bearer a token from the realm for `repository:<name>:pull`
  * (with the credentials when set). Tokens are cached per scope until shortly before they expire,
@@ -11,7 +13,10 @@
  * logged once. Redirects are followed only for blob bodies, only to allowed hosts, and without
  * the Authorization header unless they stay on the upstream's origin.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
+import { request as send } from 'undici';
 import { parseChallenge, type Challenge } from './challenge.js';
 import { AllowedHosts, knownRedirectHosts } from './hosts.js';
 import { describe, UpstreamError, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
@@ -44,6 +49,34 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
   /** a blob body: redirects to allowed hosts are followed (a CDN); any other request's redirect is a refusal */
   followRedirects?: boolean;
+}
+
+/** the upstream's answer: its status, headers and body (a Node stream) */
+export class UpstreamResponse {
+  readonly ok: boolean;
+  readonly headers: { get(name: string): string | null };
+
+  constructor(
+    /** where it came from (redirect targets are resolved against it) */
+    readonly url: URL,
+    readonly status: number,
+    headers: IncomingHttpHeaders,
+    readonly body: Readable,
+  ) {
+    this.ok = status >= 200 && status < 300;
+    this.headers = {
+      get: (name) => {
+        const value = headers[name.toLowerCase()];
+        return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+      },
+    };
+  }
+
+  /** drops a body that is not read: its connection is closed, not left holding what is unread */
+  cancel(): void {
+    this.body.on('error', () => undefined); // undici's body reports its own destruction as an AbortError
+    this.body.destroy();
+  }
 }
 
 interface CachedToken {
@@ -96,14 +129,14 @@ export class Upstream {
    * UpstreamUnavailableError when it does not answer in time or fails (5xx), UpstreamRefusedError
    * for other statuses (401/403 after authenticating, 429).
    */
-  async request(local: UpstreamRequest): Promise<Response> {
+  async request(local: UpstreamRequest): Promise<UpstreamResponse> {
     const req = this.upstreamNamed(local);
     const scope = `repository:${req.repository}:pull`;
     let authorization = await this.knownAuthorization(scope);
     let res = await this.send(req, authorization);
     if (res.status === 401) {
       const challenge = parseChallenge(res.headers.get('www-authenticate'));
-      await res.body?.cancel();
+      res.cancel();
       const retry = challenge && (await this.answer(challenge, scope, authorization));
       if (retry) {
         authorization = retry;
@@ -115,16 +148,16 @@ export class Upstream {
       this.refusalsLogged.clear();
       return res;
     }
-    await res.body?.cancel();
+    res.cancel();
     if (res.status >= 500) throw new UpstreamUnavailableError(this.host, `it answered ${res.status}`);
     throw this.refused(res.status, res.headers.get('retry-after') ?? undefined);
   }
 
   /** the answer at the end of the redirects of a blob download, each to an allowed host */
-  private async followRedirects(first: Response, req: UpstreamRequest, authorization: string | undefined): Promise<Response> {
+  private async followRedirects(first: UpstreamResponse, req: UpstreamRequest, authorization: string | undefined): Promise<UpstreamResponse> {
     let res = first;
     for (let hops = 0; REDIRECT_STATUSES.has(res.status); hops++) {
-      await res.body?.cancel();
+      res.cancel();
       const location = res.headers.get('location');
       let target: URL | undefined;
       try {
@@ -136,10 +169,10 @@ export class Upstream {
       // the credentials stay on the upstream's origin
       const headers: Record<string, string> = { 'user-agent': 'berth-pull-through-cache', ...req.headers };
       if (authorization && target.origin === new URL(this.base).origin) headers.authorization = authorization;
-      res = await this.fetch(target, { method: req.method, headers }, req.timeoutMs, req.signal, `${req.method} of a redirected blob`);
+      res = await this.fetch(target, req.method, headers, req.timeoutMs, req.signal, `${req.method} of a redirected blob`);
       if (!res.ok && res.status !== 404 && !REDIRECT_STATUSES.has(res.status)) {
         // not the upstream's own refusal (no credentials to fix): only the status is told, never the body
-        await res.body?.cancel();
+        res.cancel();
         throw new UpstreamError(`the upstream registry ${this.host} redirected a blob download to ${target.protocol}//${target.host}, which answered ${res.status}`);
       }
     }
@@ -215,9 +248,9 @@ export class Upstream {
     if (service) url.searchParams.set('service', service);
     url.searchParams.set('scope', scope);
     const headers: Record<string, string> = this.basic ? { authorization: this.basic } : {};
-    const res = await this.fetch(url, { method: 'GET', headers }, this.options.checkTimeoutMs, AbortSignal.timeout(this.options.checkTimeoutMs), 'token request');
+    const res = await this.fetch(url, 'GET', headers, this.options.checkTimeoutMs, AbortSignal.timeout(this.options.checkTimeoutMs), 'token request');
     if (!res.ok) {
-      await res.body?.cancel();
+      res.cancel();
       if (res.status >= 500) throw new UpstreamUnavailableError(this.host, `its token service answered ${res.status}`);
       throw this.refused(res.status, res.headers.get('retry-after') ?? undefined);
     }
@@ -238,19 +271,21 @@ export class Upstream {
     return new UpstreamError(`the upstream registry ${this.host} names its token service at ${where}, another host; nothing was sent there (the registry's operator may allow it with realmhosts)`);
   }
 
-  private send(req: UpstreamRequest, authorization: string | undefined): Promise<Response> {
+  private send(req: UpstreamRequest, authorization: string | undefined): Promise<UpstreamResponse> {
     const headers: Record<string, string> = { 'user-agent': 'berth-pull-through-cache', ...req.headers };
     if (authorization) headers.authorization = authorization;
-    return this.fetch(new URL(req.path, this.base), { method: req.method, headers }, req.timeoutMs, req.signal, `${req.method} ${req.path}`);
+    return this.fetch(new URL(req.path, this.base), req.method, headers, req.timeoutMs, req.signal, `${req.method} ${req.path}`);
   }
 
-  /** fetch with a deadline for the response headers; failures become UpstreamUnavailableError */
-  private async fetch(url: URL, init: RequestInit, timeoutMs: number, signal: AbortSignal | undefined, what: string): Promise<Response> {
+  /** one request with a deadline for the response headers; failures become UpstreamUnavailableError */
+  private async fetch(url: URL, method: 'GET' | 'HEAD', headers: Record<string, string>, timeoutMs: number, signal: AbortSignal | undefined, what: string): Promise<UpstreamResponse> {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
     try {
-      // redirects are never followed by fetch: followRedirects() checks each target
-      return await fetch(url, { ...init, redirect: 'manual', signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal });
+      // undici's request follows no redirect: followRedirects() checks each target. The signal
+      // aborts the body too (a blob fetch's idle timer, a client leaving).
+      const res = await send(url, { method, headers, signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal });
+      return new UpstreamResponse(url, res.statusCode, res.headers, res.body);
     } catch (err) {
       throw this.unavailable(deadline.signal.aborted ? `no answer to ${what} within ${timeoutMs / 1000}s` : describe(err));
     } finally {
@@ -263,32 +298,29 @@ export class Upstream {
    * cancelled where it passes the limit (an endless body costs `limit`, not all it sends). The
    * request's signal bounds the time; a body that breaks off is the upstream's failure.
    */
-  async readBounded(res: Response, limit: number, what: string): Promise<Buffer> {
+  async readBounded(res: UpstreamResponse, limit: number, what: string): Promise<Buffer> {
     const tooLong = () => new UpstreamError(`the upstream's ${what} is over the ${limit}-byte limit`);
     if (Number(res.headers.get('content-length') ?? 0) > limit) {
-      await res.body?.cancel();
+      res.cancel();
       throw tooLong();
     }
-    if (!res.body) return Buffer.alloc(0);
-    const reader = res.body.getReader();
     const chunks: Buffer[] = [];
     let total = 0;
-    for (;;) {
-      const { done, value } = await reader.read().catch((err: unknown) => {
-        throw this.unavailable(`its answer broke off: ${describe(err)}`);
-      });
-      if (done) return Buffer.concat(chunks, total);
-      total += value.byteLength;
-      if (total > limit) {
-        await reader.cancel().catch(() => undefined);
-        throw tooLong();
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        total += chunk.byteLength;
+        if (total > limit) throw tooLong(); // leaving the loop destroys the body
+        chunks.push(chunk);
       }
-      chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+    } catch (err) {
+      if (err instanceof UpstreamError) throw err;
+      throw this.unavailable(`its answer broke off: ${describe(err)}`);
     }
+    return Buffer.concat(chunks, total);
   }
 
   /** a JSON body of at most `limit` bytes (readBounded); one that does not parse is the upstream's failure, its text not repeated */
-  async readJson(res: Response, limit: number, what: string): Promise<unknown> {
+  async readJson(res: UpstreamResponse, limit: number, what: string): Promise<unknown> {
     const body = await this.readBounded(res, limit, what);
     try {
       return JSON.parse(body.toString('utf8')) as unknown;

@@ -1,0 +1,82 @@
+/**
+ * Where a cold pull-through pull's CPU goes, step by step, without the registries: this process
+ * reads 1 GiB from a local HTTP server (a child process, not measured) and adds one step at a
+ * time; each line is this process's CPU seconds (process.cpuUsage, not wall time: the figures hold
+ * on a loaded machine). The steps are those of src/proxy/blob-fetch.ts; the socket write to the
+ * client is not among them (docs/performance.md, "Pull-through cache: cold pulls").
+ *
+ *   npx tsx bench/proxy-read-cpu.ts [write batch bytes, default 1048576]
+ */
+import { fork } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open, rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+
+const SIZE = 1024 * 1024 * 1024;
+
+if (process.argv[2] === 'serve') {
+  const block = Buffer.alloc(1 << 20, 7);
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-length': SIZE });
+    let left = SIZE;
+    const more = (): void => {
+      while (left > 0) {
+        left -= block.length;
+        if (!res.write(block)) {
+          res.once('drain', more);
+          return;
+        }
+      }
+      res.end();
+    };
+    more();
+  });
+  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+} else {
+  const batchBytes = Number(process.argv[2] ?? 1 << 20);
+  const child = fork(fileURLToPath(import.meta.url), ['serve'], { execArgv: process.execArgv });
+  const port = await new Promise<number>((resolve) => child.once('message', (p) => resolve(p as number)));
+  const url = `http://127.0.0.1:${port}/`;
+  const file = join(tmpdir(), `berth-proxy-read-cpu-${process.pid}`);
+
+  const step = async (label: string, read: () => Promise<AsyncIterable<Uint8Array>>, hash: boolean, write: boolean) => {
+    const t0 = process.cpuUsage();
+    const fh = write ? await open(file, 'w') : undefined;
+    const h = hash ? createHash('sha256') : undefined;
+    let batch: Buffer[] = [];
+    let bytes = 0;
+    for await (const c of await read()) {
+      const chunk = Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+      h?.update(chunk);
+      if (!fh) continue;
+      batch.push(chunk);
+      bytes += chunk.length;
+      if (bytes >= batchBytes) {
+        await fh.writev(batch);
+        batch = [];
+        bytes = 0;
+      }
+    }
+    if (fh && batch.length > 0) await fh.writev(batch);
+    await fh?.close();
+    const u = process.cpuUsage(t0);
+    console.log(`${label.padEnd(34)} ${((u.user + u.system) / 1e6).toFixed(2)} CPU s (user ${(u.user / 1e6).toFixed(2)}, system ${(u.system / 1e6).toFixed(2)})`);
+  };
+  const withFetch = async () => (await fetch(url)).body as unknown as AsyncIterable<Uint8Array>;
+  const withUndici = async () => (await request(url)).body as AsyncIterable<Uint8Array>;
+  try {
+    await step('fetch, read only', withFetch, false, false);
+    await step('undici request, read only', withUndici, false, false);
+    await step('undici + sha256', withUndici, true, false);
+    await step(`undici + writev ${batchBytes >> 10} KiB`, withUndici, false, true);
+    await step(`undici + sha256 + writev ${batchBytes >> 10} KiB`, withUndici, true, true);
+  } finally {
+    await rm(file, { force: true });
+    child.kill();
+  }
+}
