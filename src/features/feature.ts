@@ -17,6 +17,7 @@ import type { BlobGuard, BlobStore } from '../registry/blobs.js';
 import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { SharedCache } from '../registry/cache/shared-cache.js';
+import type { IndexSink } from '../registry/indexing/sink.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
@@ -67,6 +68,8 @@ export interface FeatureParts {
   withNamespace?(name: string, ns: string): string | undefined;
   /** the metadata cache's second level, shared by every instance (Redis) */
   sharedCache?: SharedCache;
+  /** the metadata index, told of every write after storage (the stores call it) */
+  indexSink?: IndexSink;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** numbers for /debug/vars (a section each) and Prometheus (a gauge each); the same keys every time */

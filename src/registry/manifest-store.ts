@@ -17,6 +17,8 @@ import { readRevisionMeta, writeRevisionMeta, type RevisionMeta } from './revisi
 import { checkRepository, keepRepository } from './repositories.js';
 import { mapLimited, REQUEST_IO_CONCURRENCY } from './pool.js';
 import type { TagStore } from './tags.js';
+import { describeManifest } from './indexing/describe.js';
+import type { IndexSink } from './indexing/sink.js';
 import { detectMediaType } from './manifests/detect.js';
 import { checkLayerURLs, parseManifest, referencesOf, type Descriptor, type LayerURLPolicy, type ParsedManifest } from './manifests/index.js';
 
@@ -45,6 +47,8 @@ export interface ManifestStoreOptions {
   contentCacheBytes?: number;
   /** manifest content of every instance (storage.cache.blobdescriptor: redis), behind this process's own */
   shared?: SharedCache;
+  /** the metadata index, told of every manifest stored or deleted after storage (indexing/sink.ts) */
+  index?: IndexSink;
 }
 
 /** default bound of the manifest content kept in memory */
@@ -87,7 +91,8 @@ export class ManifestStore {
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
 
     await this.revisions.run(`${name}@${manifest.digest}`, async () => {
-      const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed: new Date((this.options.now ?? Date.now)()).toISOString() };
+      const pushed = new Date((this.options.now ?? Date.now)()).toISOString();
+      const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed };
       if (manifest.payload !== body) {
         meta.signed = digestBytes(algorithm, body);
         await this.storeContent(meta.signed, body);
@@ -95,6 +100,8 @@ export class ManifestStore {
       await this.storeContent(manifest.digest, manifest.payload);
       await this.storeRevision(name, manifest.digest, meta);
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
+      const index = this.options.index;
+      if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }));
       if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
     });
     return manifest;
@@ -146,6 +153,7 @@ export class ManifestStore {
       await unlessMissing(this.driver.delete(layout.manifestRevisionDir(name, digest)));
       await this.tags.untagAll(name, digest);
       if (subject && isDigest(subject)) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
+      await this.options.index?.manifestRemoved(name, digest);
     });
   }
 
