@@ -9,9 +9,9 @@ import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import type { BlobLinkRecord, ManifestRecord, RepositoryFacts, TagRecord } from '../../metadata/records.js';
 import type { Digest } from '../digest.js';
 import { listDigests } from '../digest-dirs.js';
-import { readGraph, READS } from '../gc/graph.js';
+import { READS } from '../gc/graph.js';
 import * as layout from '../layout.js';
-import { linksTo } from '../links.js';
+import { linksTo, readLink } from '../links.js';
 import { detectMediaType } from '../manifests/detect.js';
 import { forEach } from '../pool.js';
 import { readRevisionMeta } from '../revision-meta.js';
@@ -23,17 +23,19 @@ export interface StoredRepository extends RepositoryFacts {
 }
 
 export async function readRepositoryFacts(driver: StorageDriver, name: string): Promise<StoredRepository> {
-  const graph = await readGraph(driver, name);
   const hasManifests = (await unlessMissing(driver.listNames(layout.repository(name))))?.includes(layout.MANIFESTS_DIR_NAME) ?? false;
   const manifests: ManifestRecord[] = [];
-  await forEach([...graph.manifests.keys()], READS, async (digest) => {
-    const record = await readManifest(driver, name, digest as Digest);
+  const revisions = await listDigests(driver, (algorithm) => layout.manifestRevisionsDir(name, algorithm));
+  await forEach(revisions.digests, READS, async (digest) => {
+    // as gc/graph.ts: a revision is one whose link names its own digest
+    if ((await readLink(driver, layout.manifestRevisionLink(name, digest))) !== digest) return;
+    const record = await readManifest(driver, name, digest);
     if (record) manifests.push(record);
   });
   const tags: TagRecord[] = [];
-  await forEach([...graph.tags], READS, async ([tag, digest]) => {
-    const stat = await unlessMissing(driver.stat(layout.tagCurrentLink(name, tag)));
-    if (stat) tags.push({ name: tag, digest, pushed: stat.modTime.toISOString() });
+  await forEach((await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [], READS, async (tag) => {
+    const [digest, stat] = await Promise.all([readLink(driver, layout.tagCurrentLink(name, tag)), unlessMissing(driver.stat(layout.tagCurrentLink(name, tag)))]);
+    if (digest && stat) tags.push({ name: tag, digest, pushed: stat.modTime.toISOString() });
   });
   const blobs: BlobLinkRecord[] = [];
   const layers = await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm));
@@ -53,10 +55,11 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string): 
 
 /** the revision as served (the signed bytes of a signed first-generation manifest); undefined when its content is gone */
 async function readManifest(driver: StorageDriver, name: string, digest: Digest): Promise<ManifestRecord | undefined> {
-  const [meta, link] = await Promise.all([readRevisionMeta(driver, name, digest).catch(() => undefined), unlessMissing(driver.stat(layout.manifestRevisionLink(name, digest)))]);
+  const meta = await readRevisionMeta(driver, name, digest).catch(() => undefined); // malformed: as if absent
   const content = await unlessMissing(driver.getContent(layout.blobData(meta?.signed ?? digest)));
   if (!content) return undefined;
-  const pushed = meta?.pushed ?? link?.modTime.toISOString() ?? new Date(0).toISOString();
+  // written by Distribution (no berth.json): the revision link's time
+  const pushed = meta?.pushed ?? (await unlessMissing(driver.stat(layout.manifestRevisionLink(name, digest))))?.modTime.toISOString() ?? new Date(0).toISOString();
   return describeManifest(driver, { repository: name, digest, mediaType: meta?.mediaType ?? detectMediaType(content), content, pushed });
 }
 
