@@ -94,10 +94,25 @@ export class MetadataIndex {
       await upsertManifests(tx, facts.manifests);
 
       const tags = new Map(facts.tags.map((t) => [t.name, t]));
-      for (const row of await tx.selectFrom('tags').select(['name', 'digest']).where('repository', '=', facts.name).execute()) {
-        if (!tags.has(row.name)) await removeTag(tx, facts.name, row.name, at);
+      const indexed = new Map((await tx.selectFrom('tags').select(['name', 'digest']).where('repository', '=', facts.name).execute()).map((r) => [r.name, r.digest]));
+      for (const name of indexed.keys()) if (!tags.has(name)) await removeTag(tx, facts.name, name, at);
+      // in batches: a tag whose digest changed (or that is new) closes its open entry and opens one at the tag's time
+      const moved = facts.tags.filter((t) => indexed.get(t.name) !== t.digest);
+      for (const chunk of chunks(moved)) {
+        await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', facts.name).where('tag', 'in', chunk.map((t) => t.name)).where('to_at', 'is', null).execute();
+        await tx
+          .insertInto('tag_history')
+          .values(chunk.map((t) => ({ repository: facts.name, tag: t.name, digest: t.digest, from_at: t.pushed, to_at: null, pushed_by: null })))
+          .onConflict((oc) => oc.columns(['repository', 'tag', 'from_at', 'digest']).doUpdateSet({ to_at: null }))
+          .execute();
       }
-      for (const tag of facts.tags) await moveTag(tx, facts.name, tag, null);
+      for (const chunk of chunks(facts.tags, BATCH / 4)) {
+        await tx
+          .insertInto('tags')
+          .values(chunk.map((t) => ({ repository: facts.name, name: t.name, digest: t.digest, pushed_at: t.pushed })))
+          .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet((eb) => ({ digest: eb.ref('excluded.digest'), pushed_at: eb.ref('excluded.pushed_at') })))
+          .execute();
+      }
 
       const links = new Set(facts.blobs.map((b) => b.digest));
       const unlinked = (await tx.selectFrom('repository_blobs').select('digest').where('repository', '=', facts.name).execute()).map((r) => r.digest).filter((d) => !links.has(d));
