@@ -112,7 +112,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     index,
   });
   const stored = new StoredContent(blobs, manifests, tags);
-  const core = { driver, blobs, uploads, manifests, tags, logger };
+  const core = { driver, blobs, uploads, manifests, tags, logger, index };
   const content = enabled.reduce((inner, parts) => parts.contentSource?.(core, inner) ?? inner, stored as ContentSource);
   await driver.ready?.(); // e.g. the S3 bucket exists: fail at start, not on the first push
   const secret = await uploadSecret(config.http.secret, driver, { readOnly: config.storage.maintenance.readonly.enabled, logger });

@@ -50,6 +50,8 @@ export interface Core {
   manifests: ManifestStore;
   tags: TagStore;
   logger: Logger;
+  /** the metadata index the stores tell (a store a feature builds passes it on) */
+  index?: IndexSink;
 }
 
 /** what a feature plugs in; every part is optional */
