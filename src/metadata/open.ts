@@ -21,12 +21,30 @@ export const SQLITE_BUSY_TIMEOUT_MS = 5000;
 export async function openDatabase(connection: MetadataConnection): Promise<OpenedDatabase> {
   const opened = 'sqlite' in connection ? await openSqlite(connection.sqlite.path) : await openPostgres(connection.postgres.url);
   try {
-    await migrateToLatest(opened.db, opened.engine);
+    await migrate(opened);
   } catch (err) {
     await opened.db.destroy();
     throw err;
   }
   return opened;
+}
+
+/** how often a SQLite process tries the migration again when another process applied it meanwhile */
+const SQLITE_MIGRATION_ATTEMPTS = 3;
+
+/**
+ * Kysely's Migrator locks on PostgreSQL; on SQLite its lock is a no-op (it assumes one process).
+ * Workers of http.workers open the file at once: one applies a step, another that read the state
+ * before fails on it (table exists, or a stale snapshot); tried again, it finds the step applied.
+ */
+async function migrate({ db, engine }: OpenedDatabase): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateToLatest(db, engine);
+    } catch (err) {
+      if (engine !== 'sqlite' || attempt >= SQLITE_MIGRATION_ATTEMPTS) throw err;
+    }
+  }
 }
 
 async function openSqlite(path: string): Promise<OpenedDatabase> {
