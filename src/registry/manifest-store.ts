@@ -80,9 +80,10 @@ export class ManifestStore {
 
   /**
    * validates and stores a pushed manifest; with a tag reference, points the tag at it. `signal`:
-   * aborted when the client is gone, which stops the validation
+   * aborted when the client is gone, which stops the validation; `pushedBy`: the user, for the
+   * tag's history in the metadata index
    */
-  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer, signal?: AbortSignal): Promise<ParsedManifest> {
+  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer, signal?: AbortSignal, pushedBy?: string): Promise<ParsedManifest> {
     // stored under the algorithm of a digest reference; a tag names the sha256 digest
     const algorithm = 'digest' in reference ? digestAlgorithm(reference.digest) : 'sha256';
     const manifest = await parseManifest(contentType, body, { schema1: this.options.schema1, signal, algorithm });
@@ -102,7 +103,7 @@ export class ManifestStore {
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
       const index = this.options.index;
       if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }));
-      if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
+      if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest, pushedBy);
     });
     return manifest;
   }

@@ -52,12 +52,12 @@ export class TagStore {
   /** the metadata index, told of every tag moved or removed after storage (indexing/sink.ts) */
   private readonly index?: IndexSink;
 
-  /** points `tag` at the manifest `digest` (which must be stored), replacing what it named */
-  async tag(name: string, tag: string, digest: Digest): Promise<void> {
+  /** points `tag` at the manifest `digest` (which must be stored), replacing what it named; `pushedBy`: the user, for the index's history */
+  async tag(name: string, tag: string, digest: Digest, pushedBy?: string): Promise<void> {
     // the index first, then current, in the order Distribution writes them
     await writeLink(this.driver, layout.tagIndexLink(name, tag, digest), digest);
     await writeLink(this.driver, layout.tagCurrentLink(name, tag), digest);
-    await this.index?.tagMoved(name, tag, digest);
+    await this.index?.tagMoved(name, tag, digest, pushedBy);
   }
 
   /** the digest `tag` names; undefined when there is no such tag */

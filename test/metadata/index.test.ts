@@ -25,6 +25,7 @@ import { ManifestStore } from '../../src/registry/manifest-store.js';
 import { TagStore } from '../../src/registry/tags.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import { startBerth, type Overrides, type TestRegistry } from '../helpers/berth.js';
+import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { pushBlob } from '../helpers/blobs.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
 import { needPostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -175,6 +176,22 @@ for (const engine of ENGINES) {
       assert.deepEqual((await index.readRepository('other/repo'))?.blobs, [{ digest: config.digest, size: config.size }]);
       assert.equal((await index.readRepository('other/repo'))?.hasManifests, false);
       assert.equal(await verifyIndex(registry.app.driver, index, () => undefined), 0);
+    });
+
+    it("records who moved a tag in the tag's history", async () => {
+      const htpasswd = join(dir, `htpasswd-${++counter}`);
+      await writeHtpasswd(htpasswd, { alice: 'alice-pw' });
+      const registry = await start({ metadata: await engine.fresh(), auth: { htpasswd: { realm: 'test', path: htpasswd } } });
+      const index = await open(registry);
+      const headers = { authorization: basic('alice', 'alice-pw') };
+      const image = buildImage('oci-manifest');
+      for (const blob of image.blobs) {
+        const res = await fetch(`${registry.url}/v2/team/signed/blobs/uploads/?digest=${blob.digest}`, { method: 'POST', body: blob.data, headers: { ...headers, 'content-type': 'application/octet-stream' } });
+        assert.equal(res.status, 201);
+      }
+      const res = await fetch(`${registry.url}/v2/team/signed/manifests/v1`, { method: 'PUT', body: image.body, headers: { ...headers, 'content-type': image.mediaType } });
+      assert.equal(res.status, 201);
+      assert.deepEqual((await index.tagHistory('team/signed', 'v1')).map((h) => [h.digest, h.pushedBy]), [[image.digest, 'alice']]);
     });
 
     it('rebuilt from storage written without the index, holds what the writes recorded; verify --index finds no difference', async () => {

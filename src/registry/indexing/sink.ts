@@ -11,8 +11,8 @@ export interface IndexSink {
   manifestStored(record: ManifestRecord): Promise<void>;
   /** the manifest's revision is gone (its tags were reported by tagRemoved first) */
   manifestRemoved(repository: string, digest: string): Promise<void>;
-  /** the tag names `digest` now */
-  tagMoved(repository: string, tag: string, digest: string): Promise<void>;
+  /** the tag names `digest` now; `pushedBy`: the authenticated user who pushed, if any */
+  tagMoved(repository: string, tag: string, digest: string, pushedBy?: string): Promise<void>;
   tagRemoved(repository: string, tag: string): Promise<void>;
   blobLinked(repository: string, digest: string, size: number): Promise<void>;
   blobUnlinked(repository: string, digest: string): Promise<void>;
