@@ -99,19 +99,21 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const sharedCache = enabled.find((parts) => parts.sharedCache)?.sharedCache;
   const links = new DirectoryCache(driver, cacheEntries(config.storage.cache), sharedCache);
   for (const parts of enabled) parts.watchCache?.(links.counts);
-  const blobs = new BlobStore(driver, enabled.find((parts) => parts.blobGuard)?.blobGuard?.(driver), { links });
+  const index = enabled.find((parts) => parts.indexSink)?.indexSink;
+  const blobs = new BlobStore(driver, enabled.find((parts) => parts.blobGuard)?.blobGuard?.(driver), { links, index });
   const purging = config.storage.maintenance.uploadpurging;
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
-  const tags = new TagStore(driver, { links });
+  const tags = new TagStore(driver, { links, index });
   const manifests = new ManifestStore(driver, blobs, tags, {
     urlPolicy: config.validation.disabled ? undefined : urlPolicy(config),
     schema1: config.compatibility.schema1.enabled,
     now: () => scheduler.clock.now(),
     revisions: links,
     shared: sharedCache,
+    index,
   });
   const stored = new StoredContent(blobs, manifests, tags);
-  const core = { driver, blobs, uploads, manifests, tags, logger };
+  const core = { driver, blobs, uploads, manifests, tags, logger, index };
   const content = enabled.reduce((inner, parts) => parts.contentSource?.(core, inner) ?? inner, stored as ContentSource);
   await driver.ready?.(); // e.g. the S3 bucket exists: fail at start, not on the first push
   const secret = await uploadSecret(config.http.secret, driver, { readOnly: config.storage.maintenance.readonly.enabled, logger });

@@ -16,7 +16,11 @@ export const COMMANDS: Record<string, string> = {
   verify: `berth verify [--repository NAME] [--fix] CONFIG.yml
     check that every blob hashes to its name and every link and manifest reference exists; exit 1
     on damage (leftovers berth leaves on purpose are reported, not counted). --fix moves what is
-    provably broken aside (to _berth/verify/quarantine/) and removes old leftover links`,
+    provably broken aside (to _berth/verify/quarantine/) and removes old leftover links
+  berth verify --index CONFIG.yml
+    report every difference between the metadata index and storage; exit 1 if there is any`,
+  index: `berth index rebuild CONFIG.yml
+    make the metadata index (the metadata block) hold what storage holds, from a walk of storage`,
   uploads: `berth uploads purge [--older-than DURATION] [--dry-run] CONFIG.yml
     delete the uploads started longer ago than DURATION (default: storage.maintenance.uploadpurging.age)`,
 };

@@ -4,6 +4,7 @@ import { progressLine } from './progress.js';
 import { commandDriver } from './storage.js';
 import { USAGE } from './usage.js';
 import { parseVerifyArgs } from './verify-args.js';
+import { verifyMetadataIndex } from './metadata-index.js';
 
 export async function verifyStorage(argv: string[]): Promise<number> {
   const args = parseVerifyArgs(argv);
@@ -12,6 +13,7 @@ export async function verifyStorage(argv: string[]): Promise<number> {
     return 2;
   }
   const { config } = await loadConfig(args.file);
+  if (args.index) return verifyMetadataIndex(config);
   const { verify, verifyLine } = await import('../registry/verify/index.js');
   const driver = await commandDriver(config);
   const progress = progressLine();

@@ -170,5 +170,11 @@ export function maskSecrets(value: unknown, key = '', path = ''): unknown {
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskSecrets(v, k, path ? `${path}.${k}` : k)]));
   }
+  if (path === 'metadata.postgres.url' && typeof value === 'string') return maskURLPassword(value);
   return SECRET_KEYS.test(key) && value !== undefined && value !== '' ? MASK : value;
+}
+
+/** a database URL's password (postgres://user:PASSWORD@host/db) */
+function maskURLPassword(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@]*@/i, `$1${MASK}@`);
 }

@@ -672,6 +672,23 @@ const health = z.strictObject({
   tcp: z.array(z.strictObject({ addr: listenAddress, timeout: checkTimeout, interval: checkInterval, threshold: int(0).default(0) })).default([]),
 });
 
+/**
+ * metadata: the index of repositories, manifests, tags and blobs (src/metadata/). Off unless the
+ * block is there; then embedded SQLite (a file, default `<rootdirectory>/berth/metadata.sqlite`
+ * on filesystem storage) or PostgreSQL.
+ */
+const metadata = z
+  .strictObject({
+    enabled: bool.default(true),
+    sqlite: z.strictObject({ path: z.string().min(1).optional() }).optional(),
+    postgres: z
+      .strictObject({
+        url: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'expected a PostgreSQL connection URL, e.g. "postgres://berth:secret@db.example:5432/berth"'),
+      })
+      .optional(),
+  })
+  .refine((m) => !(m.sqlite && m.postgres), { message: 'choose one engine: metadata.sqlite or metadata.postgres, not both' });
+
 export const configSchema = z.strictObject({
   version: z.union([z.literal('0.1'), z.literal(0.1)]).transform(() => '0.1' as const),
   /** Distribution's deprecated spelling of log.level */
@@ -692,6 +709,7 @@ export const configSchema = z.strictObject({
   proxy: proxy.optional(),
   middleware,
   ui,
+  metadata: metadata.optional(),
 })
   .refine((c) => c.http.workers === 1 || c.ratelimit === undefined || c.redis !== undefined, {
     message: 'with several workers each would keep its own buckets, allowing workers × rate: set redis (the buckets are then shared), or http.workers: 1',
@@ -700,6 +718,10 @@ export const configSchema = z.strictObject({
   .refine((c) => c.storage.cache?.blobdescriptor !== 'redis' || c.redis !== undefined, {
     message: 'redis shares the metadata cache through the Redis server of the redis block: set redis.addr, or use inmemory',
     path: ['storage', 'cache', 'blobdescriptor'],
+  })
+  .refine((c) => !c.metadata?.enabled || c.metadata.postgres !== undefined || c.metadata.sqlite?.path !== undefined || c.storage.filesystem !== undefined, {
+    message: 'set the file of the metadata database (the default, <rootdirectory>/berth/metadata.sqlite, needs filesystem storage), or metadata.postgres.url',
+    path: ['metadata', 'sqlite', 'path'],
   })
   // Distribution reads the deprecated top-level loglevel when log.level is not set
   .transform(({ log, ...rest }) => ({ ...rest, log: { ...log, level: log.level ?? rest.loglevel ?? ('info' as const) } }));

@@ -17,6 +17,7 @@ import type { BlobGuard, BlobStore } from '../registry/blobs.js';
 import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { SharedCache } from '../registry/cache/shared-cache.js';
+import type { IndexSink } from '../registry/indexing/sink.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
@@ -49,6 +50,8 @@ export interface Core {
   manifests: ManifestStore;
   tags: TagStore;
   logger: Logger;
+  /** the metadata index the stores tell (a store a feature builds passes it on) */
+  index?: IndexSink;
 }
 
 /** what a feature plugs in; every part is optional */
@@ -67,6 +70,8 @@ export interface FeatureParts {
   withNamespace?(name: string, ns: string): string | undefined;
   /** the metadata cache's second level, shared by every instance (Redis) */
   sharedCache?: SharedCache;
+  /** the metadata index, told of every write after storage (the stores call it) */
+  indexSink?: IndexSink;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */

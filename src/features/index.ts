@@ -11,10 +11,11 @@ import { debugFeature } from './debug.js';
 import { gcFeature } from './gc.js';
 import { expiryFeature } from './expiry.js';
 import { healthFeature } from './health.js';
+import { metadataFeature } from './metadata.js';
 import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
 import { retentionFeature } from './retention.js';
 import { uiFeature } from './ui.js';
 import { uploadPurgeFeature } from './upload-purge.js';
 
-export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, expiryFeature, retentionFeature, gcFeature, uploadPurgeFeature, healthFeature, debugFeature, uiFeature] as const;
+export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, metadataFeature, expiryFeature, retentionFeature, gcFeature, uploadPurgeFeature, healthFeature, debugFeature, uiFeature] as const;

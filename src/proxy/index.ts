@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { BlobStore } from '../registry/blobs.js';
 import type { ContentSource } from '../registry/content.js';
 import { ManifestStore } from '../registry/manifest-store.js';
+import type { IndexSink } from '../registry/indexing/sink.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import type { StorageDriver } from '../storage/driver.js';
@@ -29,7 +30,7 @@ export interface MirrorOptions extends ProxyOptions {
   prefix: string;
 }
 
-type Core = { driver: StorageDriver; blobs: BlobStore; uploads: UploadSessions; tags: TagStore; logger: Logger };
+type Core = { driver: StorageDriver; blobs: BlobStore; uploads: UploadSessions; tags: TagStore; logger: Logger; index?: IndexSink };
 
 /** what the configured mirrors plug into the registry */
 export interface ProxyPlan {
@@ -77,7 +78,7 @@ function pullThroughCache(options: ProxyOptions, core: Core, stored: ContentSour
   // every line of this upstream's cache names it here, once: the lines themselves do not repeat the key
   const logger = core.logger.child({ component: 'proxy', upstream: new URL(options.remoteurl).host });
   const upstream = new Upstream({ ...options, ...PROXY_TIMEOUTS }, logger);
-  const manifests = new ManifestStore(core.driver, core.blobs, core.tags, { cachedFromUpstream: true });
+  const manifests = new ManifestStore(core.driver, core.blobs, core.tags, { cachedFromUpstream: true, index: core.index });
   const fetches = new BlobFetches(upstream, core.uploads, core.blobs, logger, PROXY_TIMEOUTS, stats);
   return new PullThroughCache(upstream, stored, manifests, core.blobs, fetches, logger, PROXY_TIMEOUTS, stats);
 }

@@ -8,6 +8,7 @@ import * as layout from './layout.js';
 import type { Digest } from './digest.js';
 import { DirectoryCache } from './cache/directory-cache.js';
 import { RegistryError } from './errors.js';
+import type { IndexSink } from './indexing/sink.js';
 import { linksTo, writeLink } from './links.js';
 
 export interface BlobInfo {
@@ -35,10 +36,14 @@ export class BlobStore {
   constructor(
     private readonly driver: StorageDriver,
     private readonly guard?: BlobGuard,
-    options: { links?: DirectoryCache } = {},
+    options: { links?: DirectoryCache; index?: IndexSink } = {},
   ) {
     this.links = options.links ?? new DirectoryCache(driver);
+    this.index = options.index;
   }
+
+  /** the metadata index, told of every link and unlink after storage (indexing/sink.ts) */
+  private readonly index?: IndexSink;
 
   /** size of a blob linked into `name`, or 404 BLOB_UNKNOWN */
   async stat(name: string, digest: Digest): Promise<BlobInfo> {
@@ -90,14 +95,27 @@ export class BlobStore {
     return this.driver.redirectURL(req, layout.blobData(digest));
   }
 
-  async link(name: string, digest: Digest): Promise<void> {
+  /** links the blob into `name`; `size`, when the caller knows it, saves the index a stat */
+  async link(name: string, digest: Digest, size?: number): Promise<void> {
     await writeLink(this.driver, layout.layerLink(name, digest), digest);
+    await this.indexLink(name, digest, size);
+  }
+
+  /**
+   * tells the index that `name` links the blob, once its content is stored: nothing before (an
+   * upload's completion links first and moves the data after, then calls this again)
+   */
+  async indexLink(name: string, digest: Digest, size?: number): Promise<void> {
+    if (!this.index) return;
+    const stored = size ?? (await this.storedSize(digest));
+    if (stored !== undefined) await this.index.blobLinked(name, digest, stored);
   }
 
   /** removes `name`'s link (the content stays for other repositories and garbage collection) */
   async unlink(name: string, digest: Digest): Promise<void> {
     if (!(await this.isLinked(name, digest))) throw blobUnknown(digest);
     await this.driver.delete(layout.layerLinkDir(name, digest));
+    await this.index?.blobUnlinked(name, digest);
   }
 
   /** 'mount': link a blob that `from` links to into `name`; false when `from` has no such blob */
@@ -106,7 +124,7 @@ export class BlobStore {
     await this.touch([digest]);
     const size = await this.storedSize(digest);
     if (size === undefined) return undefined;
-    await this.link(name, digest);
+    await this.link(name, digest, size);
     return { digest, size };
   }
 }

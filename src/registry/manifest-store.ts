@@ -17,6 +17,8 @@ import { readRevisionMeta, writeRevisionMeta, type RevisionMeta } from './revisi
 import { checkRepository, keepRepository } from './repositories.js';
 import { mapLimited, REQUEST_IO_CONCURRENCY } from './pool.js';
 import type { TagStore } from './tags.js';
+import { describeManifest } from './indexing/describe.js';
+import type { IndexSink } from './indexing/sink.js';
 import { detectMediaType } from './manifests/detect.js';
 import { checkLayerURLs, parseManifest, referencesOf, type Descriptor, type LayerURLPolicy, type ParsedManifest } from './manifests/index.js';
 
@@ -45,6 +47,8 @@ export interface ManifestStoreOptions {
   contentCacheBytes?: number;
   /** manifest content of every instance (storage.cache.blobdescriptor: redis), behind this process's own */
   shared?: SharedCache;
+  /** the metadata index, told of every manifest stored or deleted after storage (indexing/sink.ts) */
+  index?: IndexSink;
 }
 
 /** default bound of the manifest content kept in memory */
@@ -77,9 +81,10 @@ export class ManifestStore {
   /**
    * validates and stores a pushed manifest; with a tag reference, points the tag at it, and so
    * with each of `tags` (a push by digest with `?tag=` parameters, checked by the caller). `signal`:
-   * aborted when the client is gone, which stops the validation
+   * aborted when the client is gone, which stops the validation; `pushedBy`: the user, for the
+   * tags' history in the metadata index
    */
-  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer, signal?: AbortSignal, tags: readonly string[] = []): Promise<ParsedManifest> {
+  async put(name: string, reference: Reference, contentType: string | undefined, body: Buffer, signal?: AbortSignal, tags: readonly string[] = [], pushedBy?: string): Promise<ParsedManifest> {
     // stored under the algorithm of a digest reference; a tag names the sha256 digest
     const algorithm = 'digest' in reference ? digestAlgorithm(reference.digest) : 'sha256';
     const manifest = await parseManifest(contentType, body, { schema1: this.options.schema1, signal, algorithm });
@@ -88,7 +93,8 @@ export class ManifestStore {
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
 
     await this.revisions.run(`${name}@${manifest.digest}`, async () => {
-      const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed: new Date((this.options.now ?? Date.now)()).toISOString() };
+      const pushed = new Date((this.options.now ?? Date.now)()).toISOString();
+      const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed };
       if (manifest.payload !== body) {
         meta.signed = digestBytes(algorithm, body);
         await this.storeContent(meta.signed, body);
@@ -96,9 +102,11 @@ export class ManifestStore {
       await this.storeContent(manifest.digest, manifest.payload);
       await this.storeRevision(name, manifest.digest, meta);
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
-      if ('tag' in reference) await this.tags.tag(name, reference.tag, manifest.digest);
-      for (const tag of tags) await this.tags.tag(name, tag, manifest.digest);
-      await this.keepWritten(name, manifest, 'tag' in reference ? [reference.tag, ...tags] : tags, meta, body.length);
+      const index = this.options.index;
+      if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }));
+      const applied = 'tag' in reference ? [reference.tag, ...tags] : tags;
+      for (const tag of applied) await this.tags.tag(name, tag, manifest.digest, pushedBy);
+      await this.keepWritten(name, manifest, applied, meta, body.length, pushedBy);
     });
     return manifest;
   }
@@ -108,7 +116,7 @@ export class ManifestStore {
    * deletion of untagged manifests) works in the repository, what this PUT wrote is read back from
    * storage and written again if one took it meanwhile, so the 201 that follows holds.
    */
-  private async keepWritten(name: string, manifest: ParsedManifest, tags: readonly string[], meta: RevisionMeta, size: number): Promise<void> {
+  private async keepWritten(name: string, manifest: ParsedManifest, tags: readonly string[], meta: RevisionMeta, size: number, pushedBy?: string): Promise<void> {
     const digest = manifest.digest;
     for (let attempt = 1; await this.blobs.settle(name); attempt++) {
       const [linked, recorded, untagged] = await Promise.all([
@@ -121,7 +129,7 @@ export class ManifestStore {
       if (attempt > META_ATTEMPTS) throw new Error(`revision ${digest} in ${name} keeps being deleted while it is pushed`);
       await this.storeRevision(name, digest, meta);
       if (manifest.subject) await this.indexReferrer(name, manifest, size);
-      for (const tag of untagged) await this.tags.tag(name, tag, digest);
+      for (const tag of untagged) await this.tags.tag(name, tag, digest, pushedBy);
     }
   }
 
@@ -171,6 +179,7 @@ export class ManifestStore {
       await unlessMissing(this.driver.delete(layout.manifestRevisionDir(name, digest)));
       await this.tags.untagAll(name, digest);
       if (subject && isDigest(subject)) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
+      await this.options.index?.manifestRemoved(name, digest);
     });
   }
 

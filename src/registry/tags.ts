@@ -20,6 +20,7 @@ import { DirectoryCache } from './cache/directory-cache.js';
 import type { ListingCacheLimits } from './cache/listing-cache.js';
 import { Listings } from './cache/listings.js';
 import { checkRepository } from './repositories.js';
+import type { IndexSink } from './indexing/sink.js';
 
 /**
  * Default bounds of the tag-list cache. A name costs some 45 bytes (12 characters: the string and
@@ -41,17 +42,22 @@ export class TagStore {
 
   constructor(
     private readonly driver: StorageDriver,
-    options: { cache?: ListingCacheLimits; links?: DirectoryCache } = {},
+    options: { cache?: ListingCacheLimits; links?: DirectoryCache; index?: IndexSink } = {},
   ) {
     this.listings = new Listings(driver, { limits: options.cache ?? TAG_CACHE_LIMITS });
     this.links = options.links ?? new DirectoryCache(driver);
+    this.index = options.index;
   }
 
-  /** points `tag` at the manifest `digest` (which must be stored), replacing what it named */
-  async tag(name: string, tag: string, digest: Digest): Promise<void> {
+  /** the metadata index, told of every tag moved or removed after storage (indexing/sink.ts) */
+  private readonly index?: IndexSink;
+
+  /** points `tag` at the manifest `digest` (which must be stored), replacing what it named; `pushedBy`: the user, for the index's history */
+  async tag(name: string, tag: string, digest: Digest, pushedBy?: string): Promise<void> {
     // the index first, then current, in the order Distribution writes them
     await writeLink(this.driver, layout.tagIndexLink(name, tag, digest), digest);
     await writeLink(this.driver, layout.tagCurrentLink(name, tag), digest);
+    await this.index?.tagMoved(name, tag, digest, pushedBy);
   }
 
   /** the digest `tag` names; undefined when there is no such tag */
@@ -62,7 +68,9 @@ export class TagStore {
   /** removes every tag that currently names `digest` (a tag that named it before stays) */
   async untagAll(name: string, digest: Digest): Promise<void> {
     for (const tag of (await unlessMissing(this.driver.listNames(layout.tagsDir(name)))) ?? []) {
-      if ((await this.resolve(name, tag)) === digest) await unlessMissing(this.driver.delete(layout.tagDir(name, tag)));
+      if ((await this.resolve(name, tag)) !== digest) continue;
+      await unlessMissing(this.driver.delete(layout.tagDir(name, tag)));
+      await this.index?.tagRemoved(name, tag);
     }
   }
 

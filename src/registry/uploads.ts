@@ -186,12 +186,14 @@ export class UploadSessions {
       const size = await this.write(status, body ?? [], true, range ? range.start : offset, writeBatch);
       const done = size === 0 ? await this.completedBefore(name, expected) : undefined;
       if (done) {
+        await this.blobs.indexLink(name, done.digest, done.size); // a completion cut short before the index was told
         await this.remove(name, uuid);
         return done;
       }
       const digest = await this.verify(status, size, expected);
       await this.blobs.link(name, digest);
       await this.moveToBlobs(name, uuid, digest);
+      await this.blobs.indexLink(name, digest, size);
       await this.remove(name, uuid);
       return { digest, size };
     });

@@ -33,6 +33,7 @@ function importGraph(): Map<string, string[]> {
 /** rooms (a folder, or a file by its path) and what each of them must not import */
 const FORBIDDEN: [string, string[]][] = [
   ['storage/', ['registry/', 'http/', 'proxy/', 'ui/', 'auth/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts', 'cli.ts']],
+  ['metadata/', ['registry/', 'storage/', 'http/', 'proxy/', 'ui/', 'auth/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts', 'cli.ts']],
   ['registry/', ['http/', 'proxy/', 'ui/', 'auth/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts', 'cli.ts']],
   ['http/', ['ui/', 'features/', 'cli/', 'runtime/', 'config/schema.ts', 'app.ts', 'cli.ts']],
   ['proxy/', ['http/', 'ui/', 'features/', 'cli/', 'runtime/', 'config/schema.ts', 'app.ts', 'cli.ts']],

@@ -37,6 +37,7 @@ const INSTALL_HINTS: Record<string, string> = {
   docker: 'apt-get install -y docker.io',
   'systemd-analyze': 'apt-get install -y systemd',
   haproxy: 'apt-get install -y haproxy',
+  postgres: 'apt-get install -y postgresql',
 };
 
 /** The install command for a tool (falls back to a package of the same name). */

@@ -8,6 +8,7 @@ import { checkTag } from '../../registry/names.js';
 import { contentTypeOf, queryValues, readSmallBody } from '../body.js';
 import { clientGone } from '../client-gone.js';
 import { withStatus } from '../errors.js';
+import { grantOf } from '../grants.js';
 import type { Handler } from '../context.js';
 import type { Route } from '../routes.js';
 import { deleteEvent, manifestEvent } from '../events.js';
@@ -77,7 +78,7 @@ export const putManifest: Handler<ManifestRoute> = async (req, reply, route, ser
     if (req.raw.httpVersionMajor < 2) reply.header('connection', 'close');
     return new RegistryError('MANIFEST_INVALID', `manifest too large: the limit is ${MANIFEST_LIMIT} bytes`, { detail: { check: 'size', limit: MANIFEST_LIMIT } });
   });
-  const manifest = await manifests.put(route.name, reference, contentTypeOf(req), body, clientGone(reply), tags).catch((err: unknown) => {
+  const manifest = await manifests.put(route.name, reference, contentTypeOf(req), body, clientGone(reply), tags, grantOf(req).user).catch((err: unknown) => {
     // a missing blob or child manifest is the request's fault here: 400, not the 404 of a GET (spec 4.4)
     throw err instanceof MissingReferences ? withStatus(err, 400) : err;
   });

@@ -1,0 +1,74 @@
+/**
+ * Opening the metadata database: embedded SQLite (better-sqlite3, a file on this machine) or
+ * PostgreSQL (`pg`, a pool), one Kysely instance either way, migrated to the latest schema.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { migrateToLatest, type Engine } from './migrations.js';
+import type { Database } from './schema.js';
+
+export type MetadataConnection = { sqlite: { path: string } } | { postgres: { url: string } };
+
+export interface OpenedDatabase {
+  db: Kysely<Database>;
+  engine: Engine;
+}
+
+/** how long a SQLite writer waits for another process's transaction (http.workers share the file) */
+export const SQLITE_BUSY_TIMEOUT_MS = 5000;
+
+export async function openDatabase(connection: MetadataConnection): Promise<OpenedDatabase> {
+  const opened = 'sqlite' in connection ? await openSqlite(connection.sqlite.path) : await openPostgres(connection.postgres.url);
+  try {
+    await migrate(opened);
+  } catch (err) {
+    await opened.db.destroy();
+    throw err;
+  }
+  return opened;
+}
+
+/** how often a SQLite process tries the migration again when another process applied it meanwhile */
+const SQLITE_MIGRATION_ATTEMPTS = 3;
+
+/**
+ * Kysely's Migrator locks on PostgreSQL; on SQLite its lock is a no-op (it assumes one process).
+ * Workers of http.workers open the file at once: one applies a step, another that read the state
+ * before fails on it (table exists, or a stale snapshot); tried again, it finds the step applied.
+ */
+async function migrate({ db, engine }: OpenedDatabase): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateToLatest(db, engine);
+    } catch (err) {
+      if (engine !== 'sqlite' || attempt >= SQLITE_MIGRATION_ATTEMPTS) throw err;
+    }
+  }
+}
+
+async function openSqlite(path: string): Promise<OpenedDatabase> {
+  const { default: SQLite } = await import('better-sqlite3');
+  mkdirSync(dirname(path), { recursive: true });
+  const database = new SQLite(path);
+  // WAL: readers never wait for the writer, and the workers of http.workers write one at a time,
+  // each waiting up to the busy timeout for the others' transactions
+  database.pragma('journal_mode = WAL');
+  database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  // in WAL, NORMAL loses at most the last transactions on a power cut, never consistency; the
+  // index is rebuildable from storage
+  database.pragma('synchronous = NORMAL');
+  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), engine: 'sqlite' };
+}
+
+async function openPostgres(url: string): Promise<OpenedDatabase> {
+  const { default: pg } = await import('pg');
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // a bad URL, host or password is a start-up error, not the first push's
+  const client = await pool.connect().catch(async (err: Error) => {
+    await pool.end();
+    throw new Error(`cannot connect to the metadata database (metadata.postgres.url): ${err.message}`);
+  });
+  client.release();
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), engine: 'postgres' };
+}

@@ -1,0 +1,67 @@
+/** The tables, as Kysely sees them (migrations.ts creates them). */
+import type { Generated } from 'kysely';
+
+export interface RepositoriesTable {
+  name: string;
+  /** 1 when the repository has `_manifests` (the catalog lists it), 0 when it holds only blob links */
+  has_manifests: number;
+}
+
+export interface ManifestsTable {
+  repository: string;
+  digest: string;
+  media_type: string;
+  /** bigint on PostgreSQL, which `pg` hands back as a string */
+  size: number | string;
+  config_digest: string | null;
+  /** JSON text */
+  platforms: string;
+  labels: string;
+  annotations: string;
+  subject: string | null;
+  pushed_at: string;
+  pull_count: Generated<number>;
+  last_pulled_at: string | null;
+}
+
+export interface TagsTable {
+  repository: string;
+  name: string;
+  digest: string;
+  pushed_at: string;
+}
+
+export interface TagHistoryTable {
+  repository: string;
+  tag: string;
+  digest: string;
+  from_at: string;
+  to_at: string | null;
+  pushed_by: string | null;
+}
+
+export interface BlobsTable {
+  digest: string;
+  size: number | string;
+}
+
+export interface RepositoryBlobsTable {
+  repository: string;
+  digest: string;
+}
+
+/** key/value state of the index itself, e.g. when it was last rebuilt */
+export interface IndexStateTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  repositories: RepositoriesTable;
+  manifests: ManifestsTable;
+  tags: TagsTable;
+  tag_history: TagHistoryTable;
+  blobs: BlobsTable;
+  repository_blobs: RepositoryBlobsTable;
+  index_state: IndexStateTable;
+}

@@ -1,0 +1,68 @@
+/**
+ * What storage says about one repository, in the index's records: the rebuild writes it, `berth
+ * verify --index` compares it with the rows. Read as the garbage collector's graph reads a
+ * repository (gc/graph.ts: revision links that name their own digest, tags' current links), plus
+ * each manifest's content, berth.json and image configuration, and the `_layers` links with the
+ * size of the content they name.
+ */
+import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
+import type { BlobLinkRecord, ManifestRecord, RepositoryFacts, TagRecord } from '../../metadata/records.js';
+import type { Digest } from '../digest.js';
+import { listDigests } from '../digest-dirs.js';
+import { READS } from '../gc/graph.js';
+import * as layout from '../layout.js';
+import { linksTo, readLink } from '../links.js';
+import { detectMediaType } from '../manifests/detect.js';
+import { forEach } from '../pool.js';
+import { readRevisionMeta } from '../revision-meta.js';
+import { describeManifest } from './describe.js';
+
+export interface StoredRepository extends RepositoryFacts {
+  /** the repository has `_manifests` (the catalog lists it) */
+  hasManifests: boolean;
+}
+
+export async function readRepositoryFacts(driver: StorageDriver, name: string): Promise<StoredRepository> {
+  const hasManifests = (await unlessMissing(driver.listNames(layout.repository(name))))?.includes(layout.MANIFESTS_DIR_NAME) ?? false;
+  const manifests: ManifestRecord[] = [];
+  const revisions = await listDigests(driver, (algorithm) => layout.manifestRevisionsDir(name, algorithm));
+  await forEach(revisions.digests, READS, async (digest) => {
+    // as gc/graph.ts: a revision is one whose link names its own digest
+    if ((await readLink(driver, layout.manifestRevisionLink(name, digest))) !== digest) return;
+    const record = await readManifest(driver, name, digest);
+    if (record) manifests.push(record);
+  });
+  const tags: TagRecord[] = [];
+  await forEach((await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [], READS, async (tag) => {
+    const [digest, stat] = await Promise.all([readLink(driver, layout.tagCurrentLink(name, tag)), unlessMissing(driver.stat(layout.tagCurrentLink(name, tag)))]);
+    if (digest && stat) tags.push({ name: tag, digest, pushed: stat.modTime.toISOString() });
+  });
+  const blobs: BlobLinkRecord[] = [];
+  const layers = await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm));
+  await forEach(layers.digests, READS, async (digest) => {
+    if (!(await linksTo(driver, layout.layerLink(name, digest), digest))) return;
+    const size = (await unlessMissing(driver.stat(layout.blobData(digest))))?.size;
+    if (size !== undefined) blobs.push({ digest, size });
+  });
+  return {
+    name,
+    hasManifests,
+    manifests: manifests.sort((a, b) => byCodeUnit(a.digest, b.digest)),
+    tags: tags.sort((a, b) => byCodeUnit(a.name, b.name)),
+    blobs: blobs.sort((a, b) => byCodeUnit(a.digest, b.digest)),
+  };
+}
+
+/** the revision as served (the signed bytes of a signed first-generation manifest); undefined when its content is gone */
+async function readManifest(driver: StorageDriver, name: string, digest: Digest): Promise<ManifestRecord | undefined> {
+  const meta = await readRevisionMeta(driver, name, digest).catch(() => undefined); // malformed: as if absent
+  const content = await unlessMissing(driver.getContent(layout.blobData(meta?.signed ?? digest)));
+  if (!content) return undefined;
+  // written by Distribution (no berth.json): the revision link's time
+  const pushed = meta?.pushed ?? (await unlessMissing(driver.stat(layout.manifestRevisionLink(name, digest))))?.modTime.toISOString() ?? new Date(0).toISOString();
+  return describeManifest(driver, { repository: name, digest, mediaType: meta?.mediaType ?? detectMediaType(content), content, pushed });
+}
+
+function byCodeUnit(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

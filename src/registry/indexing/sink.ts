@@ -1,0 +1,19 @@
+/**
+ * What the core tells the metadata index after each write to storage (the index is
+ * src/metadata/metadata-index.ts; features/metadata.ts hands it to the stores). The stores call
+ * it after storage was written and await it, in the same request; every call is idempotent, so a
+ * retried request or a later rebuild leaves the same rows. A failure fails the request: storage
+ * has the write, the index does not, and `berth index rebuild` repairs that.
+ */
+import type { ManifestRecord } from '../../metadata/records.js';
+
+export interface IndexSink {
+  manifestStored(record: ManifestRecord): Promise<void>;
+  /** the manifest's revision is gone (its tags were reported by tagRemoved first) */
+  manifestRemoved(repository: string, digest: string): Promise<void>;
+  /** the tag names `digest` now; `pushedBy`: the authenticated user who pushed, if any */
+  tagMoved(repository: string, tag: string, digest: string, pushedBy?: string): Promise<void>;
+  tagRemoved(repository: string, tag: string): Promise<void>;
+  blobLinked(repository: string, digest: string, size: number): Promise<void>;
+  blobUnlinked(repository: string, digest: string): Promise<void>;
+}
