@@ -167,17 +167,19 @@ export class ManifestStore {
   }
 
   /**
-   * removes the revision, every tag that points at it, and its referrers entry; the repository
-   * stays, with no manifest left in it (see repositories.ts)
+   * removes every tag that points at it, the revision, and its referrers entry, in that order: a
+   * delete cut anywhere leaves no tag naming a missing manifest, at worst an untagged manifest that
+   * the client's retried DELETE removes; the repository stays, with no manifest left in it (see
+   * repositories.ts)
    */
   delete(name: string, digest: Digest): Promise<void> {
     return this.revisions.run(`${name}@${digest}`, async () => {
       const manifest = await this.get(name, { digest });
       const subject = referencesOf(manifest.content).subject?.digest;
       await keepRepository(this.driver, name);
+      await this.tags.untagAll(name, digest);
       // gone meanwhile: another instance's DELETE did the same
       await unlessMissing(this.driver.delete(layout.manifestRevisionDir(name, digest)));
-      await this.tags.untagAll(name, digest);
       if (subject && isDigest(subject)) await unlessMissing(this.driver.delete(layout.referrerDir(name, subject, digest)));
       await this.options.index?.manifestRemoved(name, digest);
     });

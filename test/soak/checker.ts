@@ -41,6 +41,8 @@ export class Checker {
   constructor(
     private readonly wire: Wire,
     private readonly ledger: Ledger,
+    /** a kill in flight during the span, if any (FaultInjector.killDuring) */
+    private readonly killDuring: (span: { start: number; end: number }) => unknown = () => undefined,
   ) {}
 
   async check(rec: ManifestRecord): Promise<Verdict> {
@@ -72,6 +74,17 @@ export class Checker {
       if (err instanceof CutError) return 'inconclusive';
       throw err;
     }
+  }
+
+  /**
+   * A DELETE of `rec` (outside the policy) answered 404: lost, unless an instance or a worker was
+   * killed while it was in flight; HAProxy's retry-on then sent it again after the killed one had
+   * carried it out, and the second instance found the manifest gone.
+   */
+  deleteNotFound(rec: ManifestRecord, reply: Reply): 'retried' | 'lost' {
+    if (this.killDuring(reply)) return 'retried';
+    this.lost(rec, 'DELETE of the manifest: 404', reply);
+    return 'lost';
   }
 
   /** records `rec` as lost (once), with what showed it */

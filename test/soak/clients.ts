@@ -338,9 +338,9 @@ export class Client {
     const { repo, digest } = this.random.pick(candidates);
     const rec = this.shared.ledger.get(repo, digest)!;
     this.shared.ledger.deleting(rec);
-    // 404: already gone, which only the retention policy may do (or a delete of ours that was cut)
+    // 404: already gone, which only the retention policy may do (or a delete of ours that a kill cut and HAProxy retried)
     const reply = expect(await this.send('DELETE', `/v2/${repo}/manifests/${digest}`), [202, 404], 'DELETE manifest');
-    if (reply.status === 404 && !underPolicy(repo)) this.shared.checker.lost(rec, 'DELETE of the manifest: 404', reply);
+    if (reply.status === 404 && !underPolicy(repo)) this.shared.checker.deleteNotFound(rec, reply);
   }
 
   /** a blob pushed and deleted again: no manifest uses it */

@@ -25,6 +25,11 @@ export const PAUSE_GRACE_MS = 5000;
 /** a cut or a balancer 5xx whose request spans a kill, give or take this, is the kill's */
 const KILL_SLACK_MS = 2000;
 
+/** `kill` (an instance or worker kill) happened while `exchange` was in flight, give or take KILL_SLACK_MS */
+export function killInFlight(kill: Fault, exchange: { start: number; end: number }): boolean {
+  return exchange.start <= kill.start + KILL_SLACK_MS && exchange.end >= kill.start - KILL_SLACK_MS;
+}
+
 /** alive and not a zombie (orphaned workers are reaped by PID 1, perhaps later) */
 function running(pid: number): boolean {
   try {
@@ -155,11 +160,15 @@ export class FaultInjector {
   explain(exchange: Exchange): Fault | undefined {
     const overlaps = (f: Fault, from: number, to: number) => exchange.start <= to && exchange.end >= from;
     const byBerth = exchange.status !== undefined && exchange.servedBy !== undefined;
-    return this.all().find((f) =>
-      f.kind === 'store-pause'
-        ? overlaps(f, f.start, f.end + PAUSE_GRACE_MS)
-        : !byBerth && overlaps(f, f.start - KILL_SLACK_MS, f.start + KILL_SLACK_MS),
-    );
+    return this.all().find((f) => (f.kind === 'store-pause' ? overlaps(f, f.start, f.end + PAUSE_GRACE_MS) : !byBerth && killInFlight(f, exchange)));
+  }
+
+  /**
+   * A kill while the request was in flight (the same window as for a cut): HAProxy's retry-on may
+   * then have sent it again to another instance, which answers for the killed one's work.
+   */
+  killDuring(exchange: { start: number; end: number }): Fault | undefined {
+    return this.all().find((f) => f.kind !== 'store-pause' && killInFlight(f, exchange));
   }
 
   counts(): Record<Fault['kind'], number> {

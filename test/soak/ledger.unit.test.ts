@@ -4,8 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RETENTION } from './cluster.js';
+import { Checker } from './checker.js';
+import { RETENTION, type SoakCluster } from './cluster.js';
+import { FaultInjector } from './faults.js';
 import { Ledger, SLACK_MS, type ManifestRecord } from './ledger.js';
+import { Random } from './random.js';
+import type { Reply, Wire } from './wire.js';
 
 const T = RETENTION.tagsOlderThanMs;
 const U = RETENTION.untaggedOlderThanMs;
@@ -62,5 +66,22 @@ describe('soak ledger: what the registry must still serve', () => {
     assert.equal(ledger.protectedAt(referrer, late), true);
     assert.equal(ledger.protectedAt(other, late), false, 'another repository is another graph');
     assert.equal(ledger.protectedAt(moved, late), false);
+  });
+});
+
+describe('soak checker: a DELETE of a manifest answered 404', () => {
+  const reply = (start: number, end: number): Reply => ({ status: 404, headers: new Headers(), body: Buffer.alloc(0), servedBy: 'berth1', start, end });
+
+  it('is done, not lost, when a kill was in flight (HAProxy retried it); lost otherwise, and a store pause does not excuse it', () => {
+    const faults = new FaultInjector(undefined as unknown as SoakCluster, new Random(1));
+    faults.faults.push({ kind: 'worker-kill', instance: 0, start: 10_000, end: 12_000 }, { kind: 'store-pause', start: 50_000, end: 53_000 });
+    const ledger = new Ledger();
+    const checker = new Checker(undefined as unknown as Wire, ledger, (span) => faults.killDuring(span));
+    const rec = (digest: string) => push(ledger, 'soak/a', digest, 0);
+    assert.equal(checker.deleteNotFound(rec('sha256:a'), reply(9_800, 10_300)), 'retried');
+    assert.equal(checker.deleteNotFound(rec('sha256:b'), reply(11_500, 11_900)), 'retried', 'within the slack after the kill');
+    assert.equal(checker.deleteNotFound(rec('sha256:c'), reply(30_000, 30_200)), 'lost');
+    assert.equal(checker.deleteNotFound(rec('sha256:d'), reply(51_000, 51_200)), 'lost');
+    assert.deepEqual([...checker.losses.keys()], ['soak/a@sha256:c', 'soak/a@sha256:d']);
   });
 });

@@ -87,7 +87,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     log(`soak: ready in ${((Date.now() - started) / 1000).toFixed(0)} s at ${cluster.url}`);
     const wire = new Wire(cluster.url);
     const ledger = new Ledger();
-    const checker = new Checker(wire, ledger);
+    const checker = new Checker(wire, ledger, (span) => faults.killDuring(span));
     const shared: Shared = { wire, ledger, checker, ops: new Map(), unexpected: [], acknowledged: { count: 0 } };
     const until = Date.now() + options.seconds * 1000;
     const operations = () => [...shared.ops.values()].reduce((n, c) => n + c.ok + c.interrupted + c.failed, 0);
