@@ -124,6 +124,14 @@ export class Ledger {
     return this.reached(rec.repo, now).has(rec.digest);
   }
 
+  /** for a LOST report: why the ledger holds `rec` protected at `now` (the rule, or the tag and path reaching it) */
+  protection(rec: ManifestRecord, now: number): string {
+    if (!underPolicy(rec.repo)) return 'not under the policy';
+    if (now - rec.lastPush < RETENTION.untaggedOlderThanMs - SLACK_MS) return `pushed ${((now - rec.lastPush) / 1000).toFixed(1)} s ago`;
+    const path = this.reached(rec.repo, now).get(rec.digest);
+    return path === undefined ? 'not protected' : `reached from ${path}`;
+  }
+
   /** marks lapsed the live manifests of `repo` unprotected at `now` (before a push that may protect them again) */
   private lapse(repo: string, now: number): void {
     const reached = this.reached(repo, now);
@@ -133,20 +141,21 @@ export class Ledger {
     }
   }
 
-  /** the live manifests of `repo` that a protected tag reaches */
-  private reached(repo: string, now: number): Set<string> {
+  /** the live manifests of `repo` that a protected tag reaches, each with the path from the tag */
+  private reached(repo: string, now: number): Map<string, string> {
     const live = [...this.manifests.values()].filter((r) => r.repo === repo && r.live);
     const byDigest = new Map(live.map((r) => [r.digest, r]));
     const referrers = new Map<string, string[]>();
     for (const r of live) if (r.subject !== undefined) referrers.set(r.subject, [...(referrers.get(r.subject) ?? []), r.digest]);
-    const reached = new Set<string>();
-    const queue = [...this.tags.values()].filter((t) => t.repo === repo && this.tagProtected(t, now)).map((t) => t.digest);
+    const reached = new Map<string, string>();
+    const queue: [string, string][] = [...this.tags.values()].filter((t) => t.repo === repo && this.tagProtected(t, now)).map((t) => [t.digest, `tag ${t.tag}`]);
     while (queue.length > 0) {
-      const digest = queue.pop()!;
+      const [digest, path] = queue.pop()!;
       if (reached.has(digest) || !byDigest.has(digest)) continue;
-      reached.add(digest);
-      queue.push(...byDigest.get(digest)!.children);
-      queue.push(...(referrers.get(digest) ?? []));
+      reached.set(digest, path);
+      const short = digest.slice(7, 19);
+      queue.push(...byDigest.get(digest)!.children.map((c): [string, string] => [c, `${path} > child of ${short}`]));
+      queue.push(...(referrers.get(digest) ?? []).map((r): [string, string] => [r, `${path} > referrer of ${short}`]));
     }
     return reached;
   }

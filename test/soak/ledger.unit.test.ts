@@ -83,6 +83,7 @@ describe('soak ledger: what the registry must still serve', () => {
     assert.equal(ledger.protectedAt(child, 10 * T), true, 'the index push found its child there');
     push(ledger, 'ret/a', 'sha256:r', 20 * T, { subject: 'sha256:i' });
     assert.equal(ledger.protectedAt(referrer, 30 * T), true, 'pushed again, it is reached by the keep tag');
+    assert.equal(ledger.protection(referrer, 30 * T), 'reached from tag keep-c0-2 > referrer of i');
     // while still protected when the tag comes, it stays protected
     const young = push(ledger, 'ret/a', 'sha256:r2', 40 * T, { subject: 'sha256:i' });
     push(ledger, 'ret/a', 'sha256:i', 40 * T + 1, { tag: 'keep-c0-3', children: ['sha256:c'] });
