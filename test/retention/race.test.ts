@@ -110,6 +110,23 @@ describe('retention against pushes in flight (filesystem)', () => {
     assert.equal(summary.manifestsDeleted, 0, 'the child was put back, not deleted');
   });
 
+  it("a referrer untagged and old when the pass read the graph goes, although its subject is tagged again before the referrer's turn (the soak's two ret/b losses: the ledger's, not berth's)", async () => {
+    const subject = await pushImageOK(berth.url, 'ret/referrer', buildImage('oci-manifest', { layers: 1 }));
+    const referrer = await pushImageOK(berth.url, 'ret/referrer', buildImage('oci-artifact', { subject }));
+    await clock.advance(HOUR);
+    // the pass deletes the subject first (parents first), then, as it comes to the referrer, the
+    // subject is pushed again under a kept tag: that PUT writes the subject again and records its use,
+    // not the referrer's, which it does not name
+    const race = racingDriver(berth.app.driver, layout.manifestRevisionDir('ret/referrer', referrer.digest as Digest), layout.tagCurrentLink('ret/referrer', 'keep-1'), () =>
+      putManifest(berth.url, 'ret/referrer', 'keep-1', subject.body, subject.mediaType),
+    );
+    const summary = await pass(race.driver);
+    assert.equal((await race.response()).status, 201);
+    assert.equal(await servedWhole(berth.url, 'ret/referrer', subject), undefined, 'what the 201 acknowledged is served');
+    assert.equal(await status('ret/referrer', referrer.digest, referrer), 404, 'deletable before the new tag: gone');
+    assert.equal(summary.manifestsDeleted, 2);
+  });
+
   it('a re-push of a tag with the digest it already names renews its age', async () => {
     const image = await pushImageOK(berth.url, 'ret/renew', buildImage('docker-v2', { layers: 1 }), 'v1');
     const other = await pushImageOK(berth.url, 'ret/renew', buildImage('docker-v2', { layers: 1 }), 'v2');

@@ -54,7 +54,7 @@ export class Checker {
         this.removed.add(`${rec.repo}@${rec.digest}`);
         return 'removed';
       }
-      this.lost(rec, what, reply);
+      this.lost(rec, `${what} (${this.ledger.protection(rec, reply.end)})`, reply);
       return 'lost';
     };
     try {

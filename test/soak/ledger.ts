@@ -12,6 +12,12 @@
  *   it (through an index's children and the referrers of a reached manifest).
  * Times are the client's request starts, which the registry's push times can only follow; SLACK_MS
  * covers S3's whole-second modification times.
+ *
+ * Once unprotected, a manifest may be gone for good (`lapsed`): a later tag that reaches it again (a
+ * keep-* tag on its subject or index) does not bring it back. Only an acknowledged push of the
+ * manifest itself, or of an index naming it (the registry checks an index's children before its
+ * 201), says it is there again. Between two pushes protection only shrinks, so a manifest
+ * unprotected at some moment is unprotected when the next push starts: that is where it is looked at.
  */
 import { RETENTION } from './cluster.js';
 
@@ -44,6 +50,8 @@ export interface ManifestRecord {
   live: boolean;
   /** bumped by every acknowledged push and every delete sent (a check spanning a change is void) */
   version: number;
+  /** unprotected at some moment since its last acknowledged push: retention may have deleted it */
+  lapsed?: boolean;
 }
 
 export interface TagRecord {
@@ -68,13 +76,20 @@ export class Ledger {
 
   /** a manifest push answered 201 (by digest, or by `tag`) */
   pushed(record: Omit<ManifestRecord, 'live' | 'version' | 'lastPush'>, start: number, tag?: string): ManifestRecord {
+    if (underPolicy(record.repo)) this.lapse(record.repo, start);
     const k = key(record.repo, record.digest);
     const existing = this.manifests.get(k);
     const rec: ManifestRecord = existing ?? { ...record, live: true, version: 0, lastPush: start };
     rec.live = true;
     rec.version++;
     rec.lastPush = Math.max(existing?.live ? existing.lastPush : 0, start);
+    rec.lapsed = false;
     this.manifests.set(k, rec);
+    // the registry found the children there (a child gone answers 400 MANIFEST_UNKNOWN) and recorded their use
+    for (const child of rec.children) {
+      const c = this.get(record.repo, child);
+      if (c?.live) c.lapsed = false;
+    }
     if (tag !== undefined) this.tags.set(key(record.repo, tag), { repo: record.repo, tag, digest: record.digest, lastPush: start, live: true });
     return rec;
   }
@@ -95,6 +110,7 @@ export class Ledger {
     const rec = this.get(tag.repo, tag.digest);
     if (!tag.live || !rec?.live) return false;
     if (!underPolicy(tag.repo)) return true;
+    if (rec.lapsed) return false;
     // a tag's push time is the last push of the manifest it names (by any tag or by digest)
     return RETENTION.keepTag.test(tag.tag) || now - rec.lastPush < RETENTION.tagsOlderThanMs - SLACK_MS;
   }
@@ -103,22 +119,43 @@ export class Ledger {
   protectedAt(rec: ManifestRecord, now: number): boolean {
     if (!rec.live) return false;
     if (!underPolicy(rec.repo)) return true;
+    if (rec.lapsed) return false;
     if (now - rec.lastPush < RETENTION.untaggedOlderThanMs - SLACK_MS) return true;
     return this.reached(rec.repo, now).has(rec.digest);
   }
 
-  /** the live manifests of `repo` that a protected tag reaches */
-  private reached(repo: string, now: number): Set<string> {
+  /** for a LOST report: why the ledger holds `rec` protected at `now` (the rule, or the tag and path reaching it) */
+  protection(rec: ManifestRecord, now: number): string {
+    if (!underPolicy(rec.repo)) return 'not under the policy';
+    if (now - rec.lastPush < RETENTION.untaggedOlderThanMs - SLACK_MS) return `pushed ${((now - rec.lastPush) / 1000).toFixed(1)} s ago`;
+    const path = this.reached(rec.repo, now).get(rec.digest);
+    return path === undefined ? 'not protected' : `reached from ${path}`;
+  }
+
+  /** marks lapsed the live manifests of `repo` unprotected at `now` (before a push that may protect them again) */
+  private lapse(repo: string, now: number): void {
+    const reached = this.reached(repo, now);
+    for (const rec of this.manifests.values()) {
+      if (rec.repo !== repo || !rec.live || rec.lapsed) continue;
+      if (!(now - rec.lastPush < RETENTION.untaggedOlderThanMs - SLACK_MS) && !reached.has(rec.digest)) rec.lapsed = true;
+    }
+  }
+
+  /** the live manifests of `repo` that a protected tag reaches, each with the path from the tag */
+  private reached(repo: string, now: number): Map<string, string> {
     const live = [...this.manifests.values()].filter((r) => r.repo === repo && r.live);
     const byDigest = new Map(live.map((r) => [r.digest, r]));
-    const reached = new Set<string>();
-    const queue = [...this.tags.values()].filter((t) => t.repo === repo && this.tagProtected(t, now)).map((t) => t.digest);
+    const referrers = new Map<string, string[]>();
+    for (const r of live) if (r.subject !== undefined) referrers.set(r.subject, [...(referrers.get(r.subject) ?? []), r.digest]);
+    const reached = new Map<string, string>();
+    const queue: [string, string][] = [...this.tags.values()].filter((t) => t.repo === repo && this.tagProtected(t, now)).map((t) => [t.digest, `tag ${t.tag}`]);
     while (queue.length > 0) {
-      const digest = queue.pop()!;
+      const [digest, path] = queue.pop()!;
       if (reached.has(digest) || !byDigest.has(digest)) continue;
-      reached.add(digest);
-      queue.push(...byDigest.get(digest)!.children);
-      for (const r of live) if (r.subject === digest) queue.push(r.digest);
+      reached.set(digest, path);
+      const short = digest.slice(7, 19);
+      queue.push(...byDigest.get(digest)!.children.map((c): [string, string] => [c, `${path} > child of ${short}`]));
+      queue.push(...(referrers.get(digest) ?? []).map((r): [string, string] => [r, `${path} > referrer of ${short}`]));
     }
     return reached;
   }

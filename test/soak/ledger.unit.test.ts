@@ -67,6 +67,28 @@ describe('soak ledger: what the registry must still serve', () => {
     assert.equal(ledger.protectedAt(other, late), false, 'another repository is another graph');
     assert.equal(ledger.protectedAt(moved, late), false);
   });
+
+  it('under the policy, a manifest once unprotected stays lost to a later tag on its subject; a push of it or of its index brings it back', () => {
+    // the soak's two LOST ret/b manifests: index i tagged c0-1, its referrer r; the tag expires, retention
+    // deletes i (parents first); a keep-* tag-again of i re-writes it and its checked children, but r,
+    // untagged and old before that tag, goes in the same pass
+    const ledger = new Ledger();
+    const child = push(ledger, 'ret/a', 'sha256:c', 0);
+    push(ledger, 'ret/a', 'sha256:i', 0, { tag: 'c0-1', children: ['sha256:c'] });
+    const referrer = push(ledger, 'ret/a', 'sha256:r', 0, { subject: 'sha256:i' });
+    const lapsedAt = T + U;
+    assert.equal(ledger.protectedAt(referrer, lapsedAt), false);
+    push(ledger, 'ret/a', 'sha256:i', lapsedAt, { tag: 'keep-c0-2', children: ['sha256:c'] });
+    assert.equal(ledger.protectedAt(referrer, lapsedAt + 1), false, 'the new tag does not bring back what may be gone');
+    assert.equal(ledger.protectedAt(child, 10 * T), true, 'the index push found its child there');
+    push(ledger, 'ret/a', 'sha256:r', 20 * T, { subject: 'sha256:i' });
+    assert.equal(ledger.protectedAt(referrer, 30 * T), true, 'pushed again, it is reached by the keep tag');
+    assert.equal(ledger.protection(referrer, 30 * T), 'reached from tag keep-c0-2 > referrer of i');
+    // while still protected when the tag comes, it stays protected
+    const young = push(ledger, 'ret/a', 'sha256:r2', 40 * T, { subject: 'sha256:i' });
+    push(ledger, 'ret/a', 'sha256:i', 40 * T + 1, { tag: 'keep-c0-3', children: ['sha256:c'] });
+    assert.equal(ledger.protectedAt(young, 50 * T), true);
+  });
 });
 
 describe('soak checker: a DELETE of a manifest answered 404', () => {
