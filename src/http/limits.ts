@@ -178,7 +178,11 @@ export function watchBodyRate(req: IncomingMessage, rate: ConnectionLimits['body
     socket.destroy();
   }, rate.windowMs);
   timer.unref();
-  const stop = () => clearInterval(timer);
+  // the socket outlives the request on keep-alive: its listener goes with the request
+  const stop = () => {
+    clearInterval(timer);
+    socket.off('close', stop);
+  };
   req.once('end', stop);
   req.once('close', stop);
   socket.once('close', stop);

@@ -1,11 +1,13 @@
 /** Units of http.limits (src/http/limits.ts): the configuration, the automatic connection limits. */
 import assert from 'node:assert/strict';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigError, validateConfig } from '../../src/config/load.js';
-import { connectionLimits, descriptorLimit } from '../../src/http/limits.js';
+import { connectionLimits, descriptorLimit, watchBodyRate } from '../../src/http/limits.js';
 
 const config = (limits: Record<string, unknown>) => validateConfig({ version: '0.1', storage: { inmemory: {} }, http: { limits } }, 't');
 
@@ -56,6 +58,42 @@ describe('http.limits', () => {
       assert.equal(descriptorLimit(join(dir, 'missing')), 1024);
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('watchBodyRate', () => {
+  it('leaves no listener on a keep-alive socket after each request', async () => {
+    const counts: number[] = [];
+    const server = createServer((req, res) => {
+      watchBodyRate(req, { minimum: 1, windowMs: 60_000 }, () => {});
+      req.resume();
+      req.on('end', () => {
+        res.end('ok');
+        // counted after the request's own listeners ran: only the watch's leftovers remain
+        setImmediate(() => counts.push(req.socket.listenerCount('close')));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      for (let i = 0; i < 20; i++) {
+        await new Promise<void>((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port, method: 'PUT', path: '/', agent, headers: { 'content-length': '3' } }, (res) => {
+            res.resume();
+            res.on('end', resolve);
+          });
+          req.on('error', reject);
+          req.end('abc');
+        });
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(counts.length, 20);
+      assert.equal(counts[19], counts[0], `close listeners grew from ${counts[0]} to ${counts[19]} over 20 requests on one socket`);
+    } finally {
+      agent.destroy();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });
