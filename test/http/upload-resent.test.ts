@@ -17,9 +17,8 @@ import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { validateConfig } from '../../src/config/load.js';
-import type { FileInfo, FileWriter } from '../../src/storage/driver.js';
-import { ForwardingDriver } from '../../src/storage/forwarding.js';
 import { InMemoryDriver } from '../../src/storage/inmemory.js';
+import { CountingDriver } from '../helpers/counting-driver.js';
 import { CEPH_TOOLS, stopSharedCeph } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
@@ -177,40 +176,6 @@ for (const driver of ['filesystem', 'inmemory', 's3'] as const) {
       assert.equal(await storedSize(next, uuid), 4);
     });
   });
-}
-
-/** the store calls made, as "method path-tail" */
-class CountingDriver extends ForwardingDriver {
-  calls: string[] = [];
-  private note(method: string, path: string): void {
-    this.calls.push(`${method} ${path.split('/').slice(-1)[0]}`);
-  }
-  override getContent(path: string): Promise<Buffer> {
-    this.note('getContent', path);
-    return super.getContent(path);
-  }
-  override putContent(path: string, data: Buffer): Promise<void> {
-    this.note('putContent', path);
-    return super.putContent(path, data);
-  }
-  override stat(path: string): Promise<FileInfo> {
-    this.note('stat', path);
-    return super.stat(path);
-  }
-  override async writer(path: string, append: boolean): Promise<FileWriter> {
-    this.note('writer', path);
-    const writer = await super.writer(path, append);
-    const note = (method: string) => this.note(method, path);
-    return {
-      get size() {
-        return writer.size;
-      },
-      write: (data) => (note('write'), writer.write(data)),
-      close: () => (note('close'), writer.close()),
-      commit: () => (note('commit'), writer.commit()),
-      cancel: () => (note('cancel'), writer.cancel()),
-    };
-  }
 }
 
 describe('the refusal of a re-sent request costs no store call of its own', () => {

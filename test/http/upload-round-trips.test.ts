@@ -8,29 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { validateConfig } from '../../src/config/load.js';
-import type { FileInfo, FileWriter } from '../../src/storage/driver.js';
-import { ForwardingDriver } from '../../src/storage/forwarding.js';
 import { InMemoryDriver } from '../../src/storage/inmemory.js';
-
-/** the store calls made, as "method path-tail" */
-class CountingDriver extends ForwardingDriver {
-  calls: string[] = [];
-  private note(method: string, path: string): void {
-    this.calls.push(`${method} ${path.split('/').slice(-1)[0]}`);
-  }
-  override getContent(path: string): Promise<Buffer> {
-    this.note('getContent', path);
-    return super.getContent(path);
-  }
-  override stat(path: string): Promise<FileInfo> {
-    this.note('stat', path);
-    return super.stat(path);
-  }
-  override writer(path: string, append: boolean): Promise<FileWriter> {
-    this.note('writer', path);
-    return super.writer(path, append);
-  }
-}
+import { CountingDriver } from '../helpers/counting-driver.js';
 
 describe('upload requests open the upload once', () => {
   const driver = new CountingDriver(new InMemoryDriver());
@@ -51,7 +30,7 @@ describe('upload requests open the upload once', () => {
     const patched = await fetch(new URL(started.headers.get('location')!, url), { method: 'PATCH', body: chunk, headers: { 'content-type': 'application/octet-stream' } });
     assert.equal(patched.status, 202);
     assert.equal(patched.headers.get('range'), `0-${chunk.length - 1}`);
-    assert.deepEqual(driver.calls, ['getContent startedat', 'writer data']);
+    assert.deepEqual(driver.storeCalls(), ['getContent startedat', 'writer data']);
 
     driver.calls = [];
     const digest = `sha256:${createHash('sha256').update(chunk).digest('hex')}`;
@@ -59,7 +38,7 @@ describe('upload requests open the upload once', () => {
     location.searchParams.set('digest', digest);
     const put = await fetch(location, { method: 'PUT' });
     assert.equal(put.status, 201);
-    assert.deepEqual(driver.calls.slice(0, 2), ['getContent startedat', 'writer data']);
-    assert.equal(driver.calls.filter((call) => call === 'getContent startedat').length, 1);
+    assert.deepEqual(driver.storeCalls().slice(0, 2), ['getContent startedat', 'writer data']);
+    assert.equal(driver.storeCalls().filter((call) => call === 'getContent startedat').length, 1);
   });
 });
