@@ -1,13 +1,15 @@
 /**
  * Purging abandoned uploads (storage.maintenance.uploadpurging): every upload whose `startedat`
  * is older than `age` is removed, as Distribution does. Walks only repositories' _uploads folders.
- * `uploadPurgeTask` is the periodic task the composition root hands to the scheduler.
+ * `uploadPurgeTask` is the periodic task the composition root hands to the scheduler, run by one
+ * instance at a time on a shared store.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../scheduler/clock.js';
 import type { PeriodicTask } from '../scheduler/scheduler.js';
 import { PathNotFoundError, unlessMissing, type StorageDriver } from '../storage/driver.js';
 import * as layout from './layout.js';
+import { sharedPass } from './shared-schedule.js';
 
 /** storage.maintenance.uploadpurging, in milliseconds */
 export interface UploadPurgeOptions {
@@ -16,23 +18,24 @@ export interface UploadPurgeOptions {
   dryrun: boolean;
 }
 
-/** the first run comes after one interval, but never later than this (a long interval still purges soon after start) */
-const FIRST_RUN_MAX_DELAY = 60_000;
-
-/** purges uploads older than `age` every `interval`, logging what it removed */
-export function uploadPurgeTask(driver: StorageDriver, options: UploadPurgeOptions, logger: Pick<Logger, 'info'>, clock: Clock): PeriodicTask {
+/**
+ * purges uploads older than `age` every `interval`, logging what it removed: one instance per pass
+ * on a shared store (../shared-schedule.ts), which polls at least every minute, so a long interval
+ * still purges soon after start. Safe run twice: a second purge finds the directories gone.
+ */
+export function uploadPurgeTask(driver: StorageDriver, options: UploadPurgeOptions, logger: Pick<Logger, 'info' | 'debug' | 'warn'>, clock: Clock): PeriodicTask {
   const { age, interval, dryrun } = options;
-  return {
+  return sharedPass(driver, clock, logger, {
     name: 'upload purge',
+    stateName: 'upload-purge',
     interval,
-    firstDelay: Math.min(interval, FIRST_RUN_MAX_DELAY),
     async run() {
       const result = await purgeUploads(driver, new Date(clock.now() - age), dryrun);
       if (result.purged.length > 0 || result.errors.length > 0) {
         logger.info({ purged: result.purged.length, errors: result.errors, dryRun: dryrun }, 'purged old uploads');
       }
     },
-  };
+  });
 }
 
 export interface PurgeResult {

@@ -1,12 +1,13 @@
 /** Uploads older than storage.maintenance.uploadpurging.age are purged and answer 404 (spec 3.1, timeout row). */
 import assert from 'node:assert/strict';
-import { access, mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { scheduleState } from '../../src/registry/layout.js';
 import { purgeUploads } from '../../src/registry/purge.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { errorCodes } from '../helpers/blobs.js';
-import { ManualClock } from '../helpers/manual-clock.js';
+import { advanceUntil, ManualClock } from '../helpers/manual-clock.js';
 
 const HOUR = 3_600_000;
 
@@ -90,10 +91,14 @@ describe('upload purging', () => {
       await clock.advance(1000);
       await entriesBecome(dir, 1, 'the first run to purge the old upload');
       assert.deepEqual(await readdir(dir), [youngUUID], 'a young upload stays');
+      // one instance per pass on a shared store: the pass's claim is in storage
+      const state = JSON.parse(await readFile(join(registry.root!, scheduleState('upload-purge')), 'utf8'));
+      assert.equal(typeof state.instance, 'string');
       await oldUpload();
       await clock.advance(2 * HOUR);
-      // by the clock, the young upload is now two hours old too
-      await entriesBecome(dir, 0, 'the next run to purge both');
+      // by the clock, the young upload is now two hours old too; the pass, shared by the instances
+      // on the store, looks every minute whether one is due
+      await advanceUntil(clock, 'the next run purged both', async () => (await readdir(dir)).length === 0);
       await access(join(registry.root!, 'docker/registry/v2/repositories/timed'));
     } finally {
       await registry.stop();
