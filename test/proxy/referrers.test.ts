@@ -128,6 +128,23 @@ describe('a mirror of berth answers the referrers API', () => {
     assert.deepEqual(digestsOf(got), [sbom.digest, signature.digest, attestation.digest].sort());
   });
 
+  it('under a prefix of proxy.upstreams: the upstream is asked without the prefix, a private repository beside it answers from storage', async () => {
+    const prefixed = await startBerth({ proxy: { upstreams: [{ prefix: 'hub', remoteurl: relay.url }] } });
+    try {
+      const got = await referrers(prefixed.url, 'hub/lib/app', image.digest);
+      assert.equal(got.status, 200);
+      assert.ok(digestsOf(got).includes(sbom.digest) && digestsOf(got).includes(signature.digest), JSON.stringify(got.body));
+      assert.ok(relay.count(new RegExp(`^GET /v2/lib/app/referrers/${image.digest}$`)) > 0);
+      const own = await pushImageOK(prefixed.url, 'mine/app', buildImage('oci-manifest'));
+      const ownReferrer = await pushImageOK(prefixed.url, 'mine/app', buildImage('oci-artifact', { subject: own, artifactType: SBOM }));
+      const asked = relay.requests.length;
+      assert.deepEqual(digestsOf(await referrers(prefixed.url, 'mine/app', own.digest)), [ownReferrer.digest]);
+      assert.equal(relay.requests.length, asked, 'the private repository is not looked up upstream');
+    } finally {
+      await prefixed.stop();
+    }
+  });
+
   it('answers an empty list for a subject without referrers, and a 503 when the upstream is down and nothing is cached', async () => {
     const lonely = await pushImageOK(upstream.url, 'lib/app', buildImage('oci-manifest'), 'v2');
     const empty = await referrers(mirror.url, 'lib/app', lonely.digest);
