@@ -149,10 +149,7 @@ export class PullThroughCache implements ContentSource {
     }
     await mapLimited(listed, REFERRER_FETCHES, (digest) => this.cacheReferrer(name, digest));
     const stored = new Map((await this.manifests.referrers(name, subject)).map((d) => [d.digest, d]));
-    return ofType(
-      listed.flatMap((digest) => stored.get(digest) ?? []),
-      artifactType,
-    );
+    return ofType(listed.flatMap((digest) => stored.get(digest) ?? []), artifactType);
   }
 
   /** the referrers the upstream lists (unfiltered: one answer serves every artifactType); 404 is the tag schema's turn */
@@ -201,11 +198,14 @@ export class PullThroughCache implements ContentSource {
     }
   }
 
-  /** a listed referrer into the cache, verified by its digest; one the upstream cannot serve is left out of the answer */
+  /**
+   * a listed referrer into the cache, verified by its digest; one the upstream cannot serve, or
+   * the store refuses, is left out of the answer (storage's own failures are the client's)
+   */
   private async cacheReferrer(name: string, digest: Digest): Promise<void> {
     if (await this.manifests.hasRevision(name, digest)) return;
     await this.fetchManifest(name, digest, { digest }).catch((err: unknown) => {
-      if (!isUpstreamFailure(err) && !(err instanceof RegistryError && err.code === 'MANIFEST_UNKNOWN')) throw err;
+      if (!isUpstreamFailure(err) && !(err instanceof RegistryError)) throw err;
       this.logger.warn({ repository: name, digest, reason: describe(err) }, 'a referrer the upstream listed could not be fetched; left out of the answer');
     });
   }
