@@ -13,6 +13,11 @@
  *   when storage holds it for another repository.
  * - Range of a blob not cached: served from the upstream's own range answer, not cached.
  * - Tags: the upstream's list (every page) when it answers, else the cached tags.
+ * - Referrers: asked of the upstream every time, as a tag is: its referrers API, or the referrers
+ *   tag schema's index when it has no API (404). Every referrer listed is fetched by digest into
+ *   the cache, and the answer is read from what is stored (berth's referrers index), so it lists
+ *   only verified manifests whose subject is the digest. When the upstream fails or refuses, the
+ *   referrers stored so far stand in; with none stored, the client gets the upstream's failure.
  */
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -22,10 +27,12 @@ import type { BlobStat, ByteRange, ContentSource } from '../registry/content.js'
 import { digestAlgorithm, isDigest, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
 import type { ManifestStore, Reference, StoredManifest } from '../registry/manifest-store.js';
-import { MANIFEST_LIMIT, parseManifest, supportedManifestMediaTypes } from '../registry/manifests/index.js';
+import { MANIFEST_LIMIT, MediaTypes, parseManifest, supportedManifestMediaTypes, type Descriptor } from '../registry/manifests/index.js';
+import { mapLimited } from '../registry/pool.js';
 import type { BlobFetches } from './blob-fetch.js';
 import type { ProxyStats } from './stats.js';
 import { describe, isUpstreamFailure, rethrowUpstream, UpstreamError } from './errors.js';
+import { listedReferrers, NotAReferrersList, referrersTag } from './referrers.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
 
 const TAGS_PAGE = 1000;
@@ -33,6 +40,8 @@ const TAGS_PAGE = 1000;
 const TAGS_PAGE_LIMIT = 4 * 1024 * 1024;
 /** an upstream that pages its tag list forever is not followed past this many pages */
 const MAX_TAG_PAGES = 1000;
+/** referrer manifests fetched at once for one referrers answer */
+const REFERRER_FETCHES = 4;
 
 export interface CacheTimeouts {
   checkTimeoutMs: number;
@@ -124,6 +133,81 @@ export class PullThroughCache implements ContentSource {
       this.logger.info({ repository: name, reason: describe(err) }, 'tags listed from the cache');
       return this.stored.tags(name);
     }
+  }
+
+  async referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
+    let listed: Digest[];
+    try {
+      listed = await this.upstreamReferrers(name, subject);
+    } catch (err) {
+      if (!isUpstreamFailure(err)) throw err;
+      const cached = await this.manifests.referrers(name, subject);
+      // an empty list would read as "not signed": the client hears that the upstream failed
+      if (cached.length === 0) rethrowUpstream(`the referrers list of ${subject}`)(err);
+      this.logger.info({ repository: name, subject, reason: describe(err) }, 'referrers listed from the cache');
+      return ofType(cached, artifactType);
+    }
+    await mapLimited(listed, REFERRER_FETCHES, (digest) => this.cacheReferrer(name, digest));
+    const stored = new Map((await this.manifests.referrers(name, subject)).map((d) => [d.digest, d]));
+    return ofType(listed.flatMap((digest) => stored.get(digest) ?? []), artifactType);
+  }
+
+  /** the referrers the upstream lists (unfiltered: one answer serves every artifactType); 404 is the tag schema's turn */
+  private async upstreamReferrers(name: string, subject: Digest): Promise<Digest[]> {
+    const timeoutMs = this.timeouts.checkTimeoutMs;
+    const res = await this.upstream.request({
+      method: 'GET',
+      repository: name,
+      path: `${name}/referrers/${subject}`,
+      headers: { accept: MediaTypes.ociIndex },
+      timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (res.status === 404) {
+      res.cancel();
+      return this.tagSchemaReferrers(name, subject);
+    }
+    return this.listed(name, subject, await this.upstream.readJson(res, MANIFEST_LIMIT, 'referrers list'));
+  }
+
+  /** an upstream without the referrers API: the index its clients keep under the tag `<alg>-<hex>`; no such tag, no referrers */
+  private async tagSchemaReferrers(name: string, subject: Digest): Promise<Digest[]> {
+    const timeoutMs = this.timeouts.checkTimeoutMs;
+    const res = await this.upstream.request({
+      method: 'GET',
+      repository: name,
+      path: `${name}/manifests/${referrersTag(subject)}`,
+      headers: { accept: this.accept },
+      timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (res.status === 404) {
+      res.cancel();
+      return [];
+    }
+    return this.listed(name, subject, await this.upstream.readJson(res, MANIFEST_LIMIT, 'referrers tag index'));
+  }
+
+  private listed(name: string, subject: Digest, body: unknown): Digest[] {
+    try {
+      return listedReferrers(body);
+    } catch (err) {
+      if (!(err instanceof NotAReferrersList)) throw err;
+      this.logger.warn({ repository: name, subject, reason: err.message }, 'the upstream answered a referrers request with something that is not a referrers list; nothing was cached');
+      throw new UpstreamError(`the upstream registry ${this.upstream.host} answered the referrers request for ${subject} in ${name} with something that is not a referrers list (${err.message}); nothing was cached`);
+    }
+  }
+
+  /**
+   * a listed referrer into the cache, verified by its digest; one the upstream cannot serve, or
+   * the store refuses, is left out of the answer (storage's own failures are the client's)
+   */
+  private async cacheReferrer(name: string, digest: Digest): Promise<void> {
+    if (await this.manifests.hasRevision(name, digest)) return;
+    await this.fetchManifest(name, digest, { digest }).catch((err: unknown) => {
+      if (!isUpstreamFailure(err) && !(err instanceof RegistryError)) throw err;
+      this.logger.warn({ repository: name, digest, reason: describe(err) }, 'a referrer the upstream listed could not be fetched; left out of the answer');
+    });
   }
 
   /** the tag's digest upstream (undefined when its answer names none), or 404 MANIFEST_UNKNOWN */
@@ -225,6 +309,10 @@ export class PullThroughCache implements ContentSource {
     }
     return [...tags].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   }
+}
+
+function ofType(descriptors: Descriptor[], artifactType: string | undefined): Descriptor[] {
+  return artifactType === undefined ? descriptors : descriptors.filter((d) => d.artifactType === artifactType);
 }
 
 function manifestUnknown(name: string, what: string, detail: unknown): RegistryError {

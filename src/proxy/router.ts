@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { BlobStat, ByteRange, ContentSource } from '../registry/content.js';
 import type { Digest } from '../registry/digest.js';
 import type { Reference, StoredManifest } from '../registry/manifest-store.js';
+import type { Descriptor } from '../registry/manifests/index.js';
 
 export class MirrorRouter implements ContentSource {
   constructor(
@@ -29,5 +30,9 @@ export class MirrorRouter implements ContentSource {
 
   tags(name: string): Promise<readonly string[]> {
     return this.source(name).tags(name);
+  }
+
+  referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
+    return this.source(name).referrers(name, subject, artifactType);
   }
 }

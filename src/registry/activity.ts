@@ -13,6 +13,7 @@ import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import type { BlobStat, ByteRange, ContentSource } from './content.js';
 import type { Digest } from './digest.js';
 import type { Reference, StoredManifest } from './manifest-store.js';
+import type { Descriptor } from './manifests/index.js';
 import * as layout from './layout.js';
 import { readRevisionMeta } from './revision-meta.js';
 
@@ -146,5 +147,9 @@ export class RecordingContent implements ContentSource {
 
   tags(name: string): Promise<readonly string[]> {
     return this.inner.tags(name);
+  }
+
+  referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
+    return this.inner.referrers(name, subject, artifactType);
   }
 }

@@ -10,10 +10,11 @@ import type { Route } from '../routes.js';
 
 type ReferrersRoute = Extract<Route, { kind: 'referrers' }>;
 
-export const getReferrers: Handler<ReferrersRoute> = async (req, reply, route, { manifests }) => {
+export const getReferrers: Handler<ReferrersRoute> = async (req, reply, route, { content }) => {
   const subject = parseDigest(route.digest);
   const artifactType = queryValue(req, 'artifactType');
-  const referrers = await manifests.referrers(route.name, subject, artifactType);
+  // storage's referrers index, or (a mirror) the upstream's list through the pull-through cache
+  const referrers = await content.referrers(route.name, subject, artifactType);
   if (artifactType !== undefined) reply.header('oci-filters-applied', 'artifactType');
   // a Buffer, not a string: Fastify would append "; charset=utf-8" to the media type of a string
   return reply
