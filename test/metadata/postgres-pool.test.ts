@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { stringify } from 'yaml';
 import { validateConfig } from '../../src/config/load.js';
 import { openMetadataIndex } from '../../src/features/metadata.js';
@@ -98,6 +99,26 @@ describe('the PostgreSQL pool settings', needPostgres(), () => {
       } finally {
         await index.close();
       }
+    }
+  });
+
+  it('connections the server closes while idle (a restart, an administrator) are replaced, not a crash of the process', async () => {
+    const index = await open({ poolsize: 3 });
+    const admin = new pg.Client({ connectionString: postgres.url() });
+    await admin.connect();
+    try {
+      await Promise.all(Array.from({ length: 3 }, () => sql`select pg_sleep(0.02)`.execute(index.db)));
+      const [{ db }] = (await sql<{ db: string }>`select current_database() as db`.execute(index.db)).rows;
+      const { rows } = await admin.query<{ killed: boolean }>('select pg_terminate_backend(pid) as killed from pg_stat_activity where datname = $1', [db]);
+      assert.ok(rows.length >= 1 && rows.every((r) => r.killed));
+      // the idle connections learn it from the socket's end; the pool drops them
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.deepEqual((await sql<{ one: number }>`select 1 as one`.execute(index.db)).rows, [{ one: 1 }]);
+      await index.tagMoved('after/restart', 'v1', `sha256:${'2'.repeat(64)}`);
+      assert.deepEqual(await index.repositoryNames(), ['after/restart']);
+    } finally {
+      await admin.end();
+      await index.close();
     }
   });
 
