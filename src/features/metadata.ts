@@ -21,7 +21,12 @@ export const DEFAULT_SQLITE_FILE = 'berth/metadata.sqlite';
 export function metadataConnection(config: MetadataConfig): MetadataConnection {
   const metadata = config.metadata;
   const postgres = metadata?.postgres;
-  if (postgres) return { postgres: { url: postgres.url, poolSize: postgres.poolsize, connectTimeoutMs: postgres.connecttimeout, statementTimeoutMs: postgres.statementtimeout } };
+  if (postgres) {
+    const { url, poolsize, connecttimeout, statementtimeout } = postgres;
+    // the keys set, only: open.ts's defaults fill the others
+    const pool = Object.entries({ poolSize: poolsize, connectTimeoutMs: connecttimeout, statementTimeoutMs: statementtimeout }).filter(([, v]) => v !== undefined);
+    return { postgres: { url, ...Object.fromEntries(pool) } };
+  }
   const path = metadata?.sqlite?.path ?? (config.storage.filesystem && join(config.storage.filesystem.rootdirectory, DEFAULT_SQLITE_FILE));
   if (!path) throw new ConfigError(['metadata.sqlite.path: set the file of the metadata database'], 'metadata.sqlite.path');
   return { sqlite: { path } };
