@@ -93,7 +93,9 @@ async function openPostgres(connection: PostgresConnection): Promise<OpenedDatab
   // a bad URL, host or password is a start-up error, not the first push's
   const client = await pool.connect().catch(async (err: Error) => {
     await pool.end();
-    throw new Error(`cannot connect to PostgreSQL at ${serverOf(connection.url)} within ${connectTimeoutMs / 1000} s: ${describe(err)}`);
+    const why = describe(err);
+    const waited = /timeout/i.test(why) ? ` (no answer within metadata.postgres.connecttimeout, ${connectTimeoutMs / 1000} s)` : '';
+    throw new Error(`cannot connect to PostgreSQL at ${serverOf(connection.url)}: ${why}${waited}`);
   });
   client.release();
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), engine: 'postgres' };

@@ -55,7 +55,7 @@ describe('berth serve with an unreachable PostgreSQL', () => {
     const port = await freePort();
     const { code, stderr } = await serve({ url: `postgres://berth:hunter2@127.0.0.1:${port}/berth` });
     assert.equal(code, 1);
-    assert.match(stderr, new RegExp(`metadata\\.postgres\\.url: cannot open the metadata database: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port}/berth within 10 s: connect ECONNREFUSED`));
+    assert.match(stderr, new RegExp(`metadata\\.postgres\\.url: cannot open the metadata database: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port}/berth: connect ECONNREFUSED`));
     assert.doesNotMatch(stderr, /hunter2/);
   });
 
@@ -64,7 +64,7 @@ describe('berth serve with an unreachable PostgreSQL', () => {
     const { code, stderr, signal, seconds } = await serve({ url: `postgres://berth:hunter2@127.0.0.1:${port}/berth`, connecttimeout: '300ms' });
     assert.equal(signal, null, 'berth was still starting when the test gave up');
     assert.equal(code, 1);
-    assert.match(stderr, new RegExp(`cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port}/berth within 0\\.3 s: .*time`, 'i'));
+    assert.match(stderr, new RegExp(`cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port}/berth: .*timeout.* \\(no answer within metadata\\.postgres\\.connecttimeout, 0\\.3 s\\)`, 'i'));
     assert.ok(seconds < 20, `${seconds} s`);
   });
 });
