@@ -123,8 +123,16 @@ export async function startCluster(instances = 3): Promise<SoakCluster> {
     if (work) await rm(work, { recursive: true, force: true });
   };
   try {
-    ceph = await startCeph({ memstoreBytes: 8 * 1024 * MiB }); // a long run's layers and open uploads live in the OSD's RAM
-    [redis, postgres] = await Promise.all([startRedis(), startPostgres()]);
+    // at once (initdb takes seconds on a busy machine); each is kept as it comes, so stop() ends it if another failed
+    const [cephUp, redisUp, postgresUp] = await Promise.allSettled([
+      startCeph({ memstoreBytes: 8 * 1024 * MiB }).then((c) => (ceph = c)), // a long run's layers and open uploads live in the OSD's RAM
+      startRedis().then((r) => (redis = r)),
+      startPostgres().then((p) => (postgres = p)),
+    ]);
+    if (cephUp.status === 'rejected') throw cephUp.reason;
+    if (redisUp.status === 'rejected') throw redisUp.reason;
+    if (postgresUp.status === 'rejected') throw postgresUp.reason;
+    [ceph, redis, postgres] = [cephUp.value, redisUp.value, postgresUp.value];
     const bucket = await ceph.createBucket('soak');
     const s3 = ceph.params(bucket, { rootdirectory: ROOT_DIRECTORY, chunksize: 6 * MiB });
     const config = instanceConfig(redis.addr, await postgres.createDatabase('berth'));
