@@ -684,6 +684,11 @@ const metadata = z
     postgres: z
       .strictObject({
         url: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'expected a PostgreSQL connection URL, e.g. "postgres://berth:secret@db.example:5432/berth"'),
+        // unset: metadata/open.ts's POSTGRES_DEFAULTS (10 connections, 10s, 60s)
+        poolsize: int(1).optional(),
+        connecttimeout: duration.refine((ms) => ms > 0, { message: 'expected a duration above 0, e.g. "10s"' }).optional(),
+        /** "0s": no limit */
+        statementtimeout: duration.optional(),
       })
       .optional(),
   })

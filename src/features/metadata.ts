@@ -11,7 +11,7 @@ import type { Feature } from './feature.js';
 
 export interface MetadataConfig {
   storage: { filesystem?: { rootdirectory: string } };
-  metadata?: { enabled: boolean; sqlite?: { path?: string }; postgres?: { url: string } };
+  metadata?: { enabled: boolean; sqlite?: { path?: string }; postgres?: { url: string; poolsize?: number; connecttimeout?: number; statementtimeout?: number } };
 }
 
 /** the file of the embedded database when metadata.sqlite.path is not set: beside `docker/` in the root, where Distribution never looks */
@@ -20,7 +20,13 @@ export const DEFAULT_SQLITE_FILE = 'berth/metadata.sqlite';
 /** which database the configuration names (the schema checked that one can be named) */
 export function metadataConnection(config: MetadataConfig): MetadataConnection {
   const metadata = config.metadata;
-  if (metadata?.postgres) return { postgres: { url: metadata.postgres.url } };
+  const postgres = metadata?.postgres;
+  if (postgres) {
+    const { url, poolsize, connecttimeout, statementtimeout } = postgres;
+    // the keys set, only: open.ts's defaults fill the others
+    const pool = Object.entries({ poolSize: poolsize, connectTimeoutMs: connecttimeout, statementTimeoutMs: statementtimeout }).filter(([, v]) => v !== undefined);
+    return { postgres: { url, ...Object.fromEntries(pool) } };
+  }
   const path = metadata?.sqlite?.path ?? (config.storage.filesystem && join(config.storage.filesystem.rootdirectory, DEFAULT_SQLITE_FILE));
   if (!path) throw new ConfigError(['metadata.sqlite.path: set the file of the metadata database'], 'metadata.sqlite.path');
   return { sqlite: { path } };

@@ -143,10 +143,10 @@ export class MetadataIndex {
 
   // reads
 
-  /** every repository in the index, by name (code-unit order) */
+  /** every repository in the index, by name in code-unit order: the database's (migration 0002_byte_order) */
   async repositoryNames(): Promise<string[]> {
-    const rows = await this.db.selectFrom('repositories').select('name').execute();
-    return rows.map((r) => r.name).sort(byCodeUnit);
+    const rows = await this.db.selectFrom('repositories').select('name').orderBy('name').execute();
+    return rows.map((r) => r.name);
   }
 
   /** the repository's rows as records, sorted (manifests and links by digest, tags by name); undefined when it has no row */

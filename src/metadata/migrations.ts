@@ -3,7 +3,7 @@
  * what ran; the Migrator takes a lock, so several processes opening one database at once apply
  * each step once). A step is never edited once released: a change is a new step.
  */
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -71,8 +71,53 @@ function initial(engine: Engine): Migration {
   };
 }
 
+/**
+ * The text columns that are compared, sorted, joined or matched by prefix (names, digests, times):
+ * every one a listing or a join may touch, so no comparison mixes two collations (PostgreSQL
+ * refuses that). JSON documents (platforms, labels, annotations) and `index_state.value` are not.
+ */
+export const BYTE_ORDER_COLUMNS: Record<string, string[]> = {
+  repositories: ['name'],
+  manifests: ['repository', 'digest', 'media_type', 'config_digest', 'subject', 'pushed_at', 'last_pulled_at'],
+  tags: ['repository', 'name', 'digest', 'pushed_at'],
+  tag_history: ['repository', 'tag', 'digest', 'from_at', 'to_at', 'pushed_by'],
+  blobs: ['digest'],
+  repository_blobs: ['repository', 'digest'],
+  index_state: ['key'],
+};
+
+/**
+ * Listings sort like storage: by code unit, which for these ASCII names is byte order (`a-b` <
+ * `a.b` < `a/b` < `a0` < `a_b` < `ab`, `V1` < `a`). SQLite's default collation (BINARY) does;
+ * PostgreSQL's default is the database's locale (en_US, ICU), which orders by language rules and
+ * would make `_catalog`'s order and its `last` pagination differ from storage's and between
+ * engines. "C" is byte order, and lets a btree index serve `LIKE 'team/%'`. New text key
+ * columns of later steps take `textKey(engine)`.
+ */
+function byteOrder(engine: Engine): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      if (engine !== 'postgres') return;
+      for (const [table, columns] of Object.entries(BYTE_ORDER_COLUMNS)) {
+        const alters = columns.map((column) => sql`alter column ${sql.ref(column)} type text collate "C"`);
+        await sql`alter table ${sql.table(table)} ${sql.join(alters)}`.execute(db);
+      }
+    },
+  };
+}
+
+/** the type of a text column that is compared or sorted: byte order on both engines (see `byteOrder`) */
+export function textKey(engine: Engine) {
+  return engine === 'postgres' ? sql`text collate "C"` : sql`text`;
+}
+
 export function migrator(db: Kysely<any>, engine: Engine): Migrator {
-  const provider: MigrationProvider = { getMigrations: async () => ({ '0001_initial': initial(engine) }) };
+  const provider: MigrationProvider = {
+    getMigrations: async () => ({
+      '0001_initial': initial(engine),
+      '0002_byte_order': byteOrder(engine),
+    }),
+  };
   return new Migrator({ db, provider });
 }
 

@@ -8,7 +8,20 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import { migrateToLatest, type Engine } from './migrations.js';
 import type { Database } from './schema.js';
 
-export type MetadataConnection = { sqlite: { path: string } } | { postgres: { url: string } };
+/** the pool of PostgreSQL connections an instance keeps; unset fields take POSTGRES_DEFAULTS */
+export interface PostgresConnection {
+  url: string;
+  /** connections at most (each process of http.workers has its own pool) */
+  poolSize?: number;
+  /** how long opening a connection, or waiting for a free one, may take */
+  connectTimeoutMs?: number;
+  /** the server cancels a statement that runs longer (lock waits included); 0: no limit */
+  statementTimeoutMs?: number;
+}
+
+export const POSTGRES_DEFAULTS = { poolSize: 10, connectTimeoutMs: 10_000, statementTimeoutMs: 60_000 } as const;
+
+export type MetadataConnection = { sqlite: { path: string } } | { postgres: PostgresConnection };
 
 export interface OpenedDatabase {
   db: Kysely<Database>;
@@ -19,7 +32,7 @@ export interface OpenedDatabase {
 export const SQLITE_BUSY_TIMEOUT_MS = 5000;
 
 export async function openDatabase(connection: MetadataConnection): Promise<OpenedDatabase> {
-  const opened = 'sqlite' in connection ? await openSqlite(connection.sqlite.path) : await openPostgres(connection.postgres.url);
+  const opened = 'sqlite' in connection ? await openSqlite(connection.sqlite.path) : await openPostgres(connection.postgres);
   try {
     await migrate(opened);
   } catch (err) {
@@ -61,14 +74,45 @@ async function openSqlite(path: string): Promise<OpenedDatabase> {
   return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), engine: 'sqlite' };
 }
 
-async function openPostgres(url: string): Promise<OpenedDatabase> {
+async function openPostgres(connection: PostgresConnection): Promise<OpenedDatabase> {
   const { default: pg } = await import('pg');
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  const poolSize = connection.poolSize ?? POSTGRES_DEFAULTS.poolSize;
+  const connectTimeoutMs = connection.connectTimeoutMs ?? POSTGRES_DEFAULTS.connectTimeoutMs;
+  const statementTimeoutMs = connection.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs;
+  const pool = new pg.Pool({
+    connectionString: connection.url,
+    max: poolSize,
+    // without it a server that accepts the connection and never answers (a firewall, a full
+    // backlog, the wrong port) holds start-up, and later every request, forever
+    connectionTimeoutMillis: connectTimeoutMs,
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+  });
+  // an idle connection the server or the network closed: the pool drops it and opens another
+  // for the next query; unhandled, the error would end the process
+  pool.on('error', () => undefined);
   // a bad URL, host or password is a start-up error, not the first push's
   const client = await pool.connect().catch(async (err: Error) => {
     await pool.end();
-    throw new Error(`cannot connect to the metadata database (metadata.postgres.url): ${err.message}`);
+    const why = describe(err);
+    const waited = /timeout/i.test(why) ? ` (no answer within metadata.postgres.connecttimeout, ${connectTimeoutMs / 1000} s)` : '';
+    throw new Error(`cannot connect to PostgreSQL at ${serverOf(connection.url)}: ${why}${waited}`);
   });
   client.release();
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), engine: 'postgres' };
+}
+
+/** host:port/database of a connection URL, without its user and password */
+function serverOf(url: string): string {
+  try {
+    const { hostname, port, pathname } = new URL(url);
+    return `${hostname}:${port || 5432}${pathname}`;
+  } catch {
+    return 'metadata.postgres.url';
+  }
+}
+
+/** pg's error, or the errors of each address tried (Node's AggregateError has no message of its own) */
+function describe(err: Error): string {
+  const inner = err instanceof AggregateError ? err.errors.map((e: Error) => e.message).join('; ') : '';
+  return err.message || inner || String(err);
 }

@@ -37,6 +37,17 @@ describe('metadata configuration', () => {
     assert.match(problems({}, { inmemory: {} }), /^metadata\.sqlite\.path: set the file of the metadata database/);
   });
 
+  it("PostgreSQL's pool settings reach the connection; unset, open.ts's defaults apply; each mistake names its key", () => {
+    const url = 'postgres://berth@db:5432/berth';
+    assert.deepEqual(metadataConnection(config({ postgres: { url, poolsize: 4, connecttimeout: '2s', statementtimeout: '0s' } })), {
+      postgres: { url, poolSize: 4, connectTimeoutMs: 2000, statementTimeoutMs: 0 },
+    });
+    const problems = (postgres: unknown) => configProblems(() => config({ postgres: { url, ...(postgres as object) } })).join('\n');
+    assert.match(problems({ poolsize: 0 }), /^metadata\.postgres\.poolsize: /);
+    assert.match(problems({ connecttimeout: '0s' }), /^metadata\.postgres\.connecttimeout: expected a duration above 0/);
+    assert.match(problems({ statementtimeout: 'soon' }), /^metadata\.postgres\.statementtimeout: expected a duration/);
+  });
+
   it('masks the password of the PostgreSQL URL wherever the configuration is shown', () => {
     const masked = maskSecrets(config({ postgres: { url: 'postgres://berth:hunter2@db:5432/berth' } })) as { metadata: { postgres: { url: string } } };
     assert.equal(masked.metadata.postgres.url, 'postgres://berth:********@db:5432/berth');

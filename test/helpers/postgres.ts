@@ -32,8 +32,11 @@ export function needPostgres(): { skip: string | false } {
 export interface TestPostgres {
   /** a connection URL for `database` (default `postgres`) */
   url(database?: string): string;
-  /** a new empty database; its URL */
-  createDatabase(name: string): Promise<string>;
+  /**
+   * a new empty database; its URL. `icuLocale` (e.g. `en-US`): the database's default collation
+   * is that ICU locale's, as on a server initialised with a language's locale (the cluster's own is C)
+   */
+  createDatabase(name: string, options?: { icuLocale?: string }): Promise<string>;
   process: LoggedProcess;
   stop(): Promise<void>;
 }
@@ -77,11 +80,12 @@ export async function startPostgres(): Promise<TestPostgres> {
         url,
         process: proc,
         stop,
-        async createDatabase(name) {
+        async createDatabase(name, options = {}) {
           const client = new pg.Client({ connectionString: url() });
           await client.connect();
           try {
-            await client.query(`CREATE DATABASE "${name}"`);
+            const locale = options.icuLocale ? ` TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${options.icuLocale}' LOCALE 'C.UTF-8'` : '';
+            await client.query(`CREATE DATABASE "${name}"${locale}`);
           } finally {
             await client.end();
           }

@@ -1,10 +1,11 @@
 /**
  * berth as N stateless instances on one bucket behind a real load balancer (issue 15): Debian's
  * HAProxy, round robin per request, no stickiness, health checks on /readyz; the instances share
- * storage.s3 (Ceph radosgw), http.secret, Redis (rate limits) and one notification receiver.
- * skopeo and podman push and pull images of many layers through two and three instances; the
- * PATCHes of one chunked upload land on different instances; an instance killed mid-push leaves
- * the push to succeed on the others (the client retries) and nothing corrupt in the store.
+ * storage.s3 (Ceph radosgw), http.secret, Redis (rate limits), one PostgreSQL database (the
+ * metadata index) and one notification receiver. skopeo and podman push and pull images of many
+ * layers through two and three instances, and the index holds each tag as pushed; the PATCHes of
+ * one chunked upload land on different instances; an instance killed mid-push leaves the push to
+ * succeed on the others (the client retries) and nothing corrupt in the store.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -15,11 +16,14 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { validateConfig } from '../../src/config/load.js';
+import { openMetadataIndex } from '../../src/features/metadata.js';
+import type { MetadataIndex } from '../../src/metadata/metadata-index.js';
 import { S3Driver } from '../../src/storage/s3/driver.js';
 import { MiB, PatternBlob, startBerthProcess, streamRequest, type BerthProcess } from '../helpers/berth-process.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
 import { buildClientImage, blobPath, type ClientImage } from '../helpers/client-images.js';
 import { startHaproxy, type Balancer } from '../helpers/haproxy.js';
+import { needPostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { needTools } from '../helpers/tools.js';
@@ -38,9 +42,15 @@ async function tool(cmd: string, args: string[], env?: NodeJS.ProcessEnv): Promi
 
 const skopeo = (...args: string[]) => tool('skopeo', args);
 
-describe('berth instances behind HAProxy on one bucket (Ceph radosgw, Redis)', needTools(TOOLS, 'the load-balancer tests'), () => {
+const needs = needTools(TOOLS, 'the load-balancer tests');
+
+describe('berth instances behind HAProxy on one bucket (Ceph radosgw, Redis, PostgreSQL)', needs.skip ? needs : needPostgres(), () => {
   let ceph: CephS3;
   let redis: TestRedis;
+  let postgres: TestPostgres;
+  let metadata: { postgres: { url: string } };
+  /** the instances' index, read straight from the database */
+  let index: MetadataIndex;
   let rx: Receiver;
   let store: S3Driver;
   let work: string;
@@ -54,6 +64,7 @@ describe('berth instances behind HAProxy on one bucket (Ceph radosgw, Redis)', n
       config: {
         storage: { redirect: { disable: true } }, // every byte through the balancer
         redis: { addr: redis.addr },
+        metadata,
         ratelimit: { rate: 10_000, burst: 10_000 },
         notifications: { endpoints: [{ name: 'rx', url: `${rx.url}/events`, timeout: '5s', threshold: 3, backoff: '100ms' }] },
       },
@@ -69,16 +80,20 @@ describe('berth instances behind HAProxy on one bucket (Ceph radosgw, Redis)', n
 
   before(async () => {
     ceph = await startCeph();
-    [redis, rx] = await Promise.all([startRedis(), startReceiver()]);
+    [redis, rx, postgres] = await Promise.all([startRedis(), startReceiver(), startPostgres()]);
     params = ceph.params(await ceph.createBucket('balanced'), { rootdirectory: '/lb', chunksize: 6 * MiB });
-    store = new S3Driver(validateConfig({ version: '0.1', storage: { s3: params } }, 'test').storage.s3!);
+    metadata = { postgres: { url: await postgres.createDatabase('berth') } };
+    const config = validateConfig({ version: '0.1', storage: { s3: params }, metadata }, 'test');
+    store = new S3Driver(config.storage.s3!);
+    index = await openMetadataIndex(config);
     work = await mkdtemp(join(tmpdir(), 'berth-haproxy-test-'));
   });
   after(async () => {
     for (const b of balancers) await b.stop().catch(() => undefined);
     await Promise.all(instances.map((i) => i.stop()));
     await store?.close();
-    await Promise.all([redis?.stop(), rx?.close(), ceph?.stop()]);
+    await index?.close();
+    await Promise.all([redis?.stop(), rx?.close(), ceph?.stop(), postgres?.stop()]);
     if (work) await rm(work, { recursive: true, force: true });
   });
 
@@ -113,6 +128,15 @@ describe('berth instances behind HAProxy on one bucket (Ceph radosgw, Redis)', n
     return checked;
   };
 
+  /** the index names `digest` for `repo:tag`, and the tag list through the balancer is the index's */
+  const assertIndexed = async (lb: Balancer, repo: string, tag: string, digest: string) => {
+    const rows = await index.readRepository(repo);
+    assert.equal(rows?.tags.find((t) => t.name === tag)?.digest, digest, `${repo}:${tag} in the index`);
+    assert.ok(rows?.manifests.some((m) => m.digest === digest), `${repo}@${digest} in the index`);
+    const listed = (await (await fetch(`${lb.url}/v2/${repo}/tags/list`)).json()) as { tags: string[] };
+    assert.deepEqual(listed.tags, rows?.tags.map((t) => t.name));
+  };
+
   it('skopeo pushes and pulls an image of many layers through two instances; every instance notifies one receiver', { timeout: 300_000 }, async () => {
     const [a, b] = await Promise.all([startInstance(), startInstance()]);
     const lb = await balance([a, b]);
@@ -124,6 +148,7 @@ describe('berth instances behind HAProxy on one bucket (Ceph radosgw, Redis)', n
     await rx.waitFor(() => new Set(rx.delivered().filter(isPushOf('lb/many')).map(instanceOf)).size === 2, 30_000, 'push events from both instances');
     const pushed = new Set(rx.delivered().filter(isPushOf('lb/many')).map((e) => (e.target as { digest: string }).digest));
     assert.ok(pushed.has(img.digest), 'the manifest push event');
+    await assertIndexed(lb, 'lb/many', 'v1', img.digest);
   });
 
   it('the PATCHes of one chunked upload land on different instances and the blob is whole', { timeout: 120_000 }, async () => {
@@ -175,6 +200,8 @@ describe('berth instances behind HAProxy on one bucket (Ceph radosgw, Redis)', n
     const layers = (JSON.parse(Buffer.from(await manifest.arrayBuffer()).toString()) as { layers: unknown[] }).layers;
     assert.equal(layers.length, 16);
     await rx.waitFor(() => new Set(rx.delivered().filter(isPushOf('lb/three')).map(instanceOf)).size >= 2, 30_000, 'push events of lb/three from several instances');
+    await assertIndexed(lb, 'lb/three', 'v1', img.digest);
+    await assertIndexed(lb, 'lb/copied', 'v2', manifest.headers.get('docker-content-digest')!);
   });
 
   it('an instance killed mid-push: the client retries through the balancer and succeeds, nothing corrupt is stored', { timeout: 300_000 }, async (t) => {
@@ -196,6 +223,8 @@ describe('berth instances behind HAProxy on one bucket (Ceph radosgw, Redis)', n
     if (first !== undefined) await push(img, ref);
     await pullAndCheck(ref, img);
     assert.ok((await assertStoreIntact()) >= img.blobs.size);
+    // the manifest PUT that succeeded wrote the index after storage, whichever instance took it
+    await assertIndexed(lb, 'lb/killed', 'v1', img.digest);
   });
 });
 

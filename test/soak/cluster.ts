@@ -1,7 +1,7 @@
 /**
  * The soak's registry: three berth instances (`http.workers: 2` each) on one Ceph bucket, sharing
- * Redis (the metadata cache), behind HAProxy; online GC, retention (on `ret/**` only) and the
- * upload purge on short delays. Instances keep their port across a kill, so HAProxy's backend
+ * Redis (the metadata cache) and one PostgreSQL database (the metadata index), behind HAProxy;
+ * online GC, retention (on `ret/**` only) and the upload purge on short delays. Instances keep their port across a kill, so HAProxy's backend
  * list never changes. Every process is stopped by PID in stop(), also after a failure.
  */
 import { readFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import type { Overrides } from '../helpers/berth.js';
 import { startCeph, type CephS3 } from '../helpers/ceph.js';
 import { startHaproxy, type Balancer } from '../helpers/haproxy.js';
 import { freePort } from '../helpers/ports.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 /** what the retention policy of the soak may remove, and so what the checker must not count as lost */
@@ -55,15 +56,22 @@ export interface SoakCluster {
   pids(slot: Slot): number[];
   /** starts the slot's instance again on its port */
   start(slot: Slot): Promise<void>;
-  /** stops HAProxy and every instance (Ceph and Redis stay for the commands) */
+  /** stops HAProxy and every instance (Ceph, Redis and PostgreSQL stay for the commands) */
   stopInstances(): Promise<void>;
   stop(): Promise<void>;
 }
 
-function instanceConfig(redis: string): Overrides {
+/**
+ * connections per process to PostgreSQL: 3 instances of a primary and 2 workers, and the commands,
+ * stay under the test cluster's max_connections (50)
+ */
+const POOL_SIZE = 4;
+
+function instanceConfig(redis: string, postgres: string): Overrides {
   return {
     log: { level: 'warn' },
     redis: { addr: redis },
+    metadata: { postgres: { url: postgres, poolsize: POOL_SIZE } },
     http: { workers: 2 },
     storage: {
       redirect: { disable: true }, // every byte through the balancer
@@ -99,6 +107,7 @@ function childrenOf(pid: number): number[] {
 export async function startCluster(instances = 3): Promise<SoakCluster> {
   let ceph: CephS3 | undefined;
   let redis: TestRedis | undefined;
+  let postgres: TestPostgres | undefined;
   let balancer: Balancer | undefined;
   let work: string | undefined;
   const slots: Slot[] = [];
@@ -109,15 +118,24 @@ export async function startCluster(instances = 3): Promise<SoakCluster> {
   const stop = async () => {
     await stopInstances();
     await redis?.stop().catch(() => undefined);
+    await postgres?.stop().catch(() => undefined);
     await ceph?.stop().catch(() => undefined);
     if (work) await rm(work, { recursive: true, force: true });
   };
   try {
-    ceph = await startCeph({ memstoreBytes: 8 * 1024 * MiB }); // a long run's layers and open uploads live in the OSD's RAM
-    redis = await startRedis();
+    // at once (initdb takes seconds on a busy machine); each is kept as it comes, so stop() ends it if another failed
+    const [cephUp, redisUp, postgresUp] = await Promise.allSettled([
+      startCeph({ memstoreBytes: 8 * 1024 * MiB }).then((c) => (ceph = c)), // a long run's layers and open uploads live in the OSD's RAM
+      startRedis().then((r) => (redis = r)),
+      startPostgres().then((p) => (postgres = p)),
+    ]);
+    if (cephUp.status === 'rejected') throw cephUp.reason;
+    if (redisUp.status === 'rejected') throw redisUp.reason;
+    if (postgresUp.status === 'rejected') throw postgresUp.reason;
+    [ceph, redis, postgres] = [cephUp.value, redisUp.value, postgresUp.value];
     const bucket = await ceph.createBucket('soak');
     const s3 = ceph.params(bucket, { rootdirectory: ROOT_DIRECTORY, chunksize: 6 * MiB });
-    const config = instanceConfig(redis.addr);
+    const config = instanceConfig(redis.addr, await postgres.createDatabase('berth'));
     work = await mkdtemp(join(tmpdir(), 'berth-soak-'));
     const commandConfig = join(work, 'command.yml');
     await writeFile(commandConfig, stringify({ version: '0.1', log: { level: 'warn' }, ...config, http: {}, storage: { ...(config.storage as object), s3, delete: { enabled: true } } }));

@@ -3,7 +3,8 @@
  * `seconds`, a checker pulling acknowledged manifests all along, then the final checks: every
  * manifest and tag the ledger says must be served is, with every blob hashing to its digest; no
  * 5xx that no fault explains; `berth uploads purge` leaves no multipart upload in the bucket;
- * `berth verify` exits 0. Used by `npm run soak` (run.ts) and by soak.test.ts.
+ * `berth verify` exits 0; `berth verify --index` compares the index on PostgreSQL with the
+ * bucket (INDEX_MUST_MATCH). Used by `npm run soak` (run.ts) and by soak.test.ts.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
@@ -12,8 +13,9 @@ import { CEPH_ACCESS_KEY, CEPH_SECRET_KEY } from '../helpers/ceph.js';
 import { cleanEnv, spawnLogged } from '../helpers/processes.js';
 import { Checker, type Loss } from './checker.js';
 import { Client, type OpCounts, type Shared } from './clients.js';
-import { startCluster, type SoakCluster } from './cluster.js';
+import { RETENTION, startCluster, type SoakCluster } from './cluster.js';
 import { FaultInjector, type Fault } from './faults.js';
+import { explainIndexDifferences, type IndexDifferences } from './index-check.js';
 import { Ledger } from './ledger.js';
 import { Random } from './random.js';
 import { Wire, type Exchange } from './wire.js';
@@ -51,14 +53,34 @@ export interface SoakReport {
   purge: { code: number | null; output: string };
   /** `berth verify`: exit code, summary line, findings split into layer links naming a collected blob (the online collection leaves them) and the others */
   verify: { code: number | null; summary: string; collectedBlobLinks: number; others: string[] };
+  /** `berth verify --index`: exit code, summary line, the differences between the index and storage by what explains them (index-check.ts) */
+  verifyIndex: { code: number | null; summary: string } & IndexDifferences;
   /** /readyz answers other than 200 (or slower than 2 s), asked of each instance directly every second: what HAProxy's health checks saw */
   notReady: string[];
   /** error lines the instances logged (the first ones) */
   instanceErrors: string[];
 }
 
+/**
+ * Whether `berth verify --index` must be clean for the run to pass. Not yet: retention and the
+ * online collection write storage without telling the index, and nothing repairs what a kill
+ * between the storage write and the index write leaves, until the reconciler of issue 28 (branch
+ * s9-reconcile) is in. Then: true, with `metadata.reconcile` short in cluster.ts and the final
+ * check after one reconciler pass. Meanwhile a difference none of those explains fails the run.
+ */
+export const INDEX_MUST_MATCH = false;
+
 export function passed(report: SoakReport): boolean {
-  return report.lost.length === 0 && report.unexplainedServerErrors.length === 0 && report.multipartLeft.length === 0 && report.purge.code === 0 && report.verify.code === 0;
+  return (
+    report.lost.length === 0 &&
+    report.unexplainedServerErrors.length === 0 &&
+    report.multipartLeft.length === 0 &&
+    report.purge.code === 0 &&
+    report.verify.code === 0 &&
+    (report.verifyIndex.code === 0 || report.verifyIndex.code === 1) &&
+    report.verifyIndex.unexplained.length === 0 &&
+    (!INDEX_MUST_MATCH || report.verifyIndex.code === 0)
+  );
 }
 
 /** runs `berth <args>` (from the sources) to its end */
@@ -166,6 +188,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     }
     log('soak: running berth verify');
     const verify = await berth(['verify', cluster.commandConfig]);
+    log('soak: running berth verify --index');
+    const verifyIndex = await berth(['verify', '--index', cluster.commandConfig]);
+    const indexLines = verifyIndex.output.trim().split('\n');
+    const indexDifferences = explainIndexDifferences(verifyIndex.code === 1 ? indexLines.slice(0, -1) : [], {
+      verifyOutput: verify.output,
+      writes: wire.writes,
+      killDuring: (exchange) => faults.killDuring(exchange),
+      retentionPrefix: RETENTION.prefix,
+    });
 
     const findings = verify.output.split('\n').filter((l) => l.startsWith('damaged:'));
     const processes = cluster.slots.flatMap((s) => [...s.dead, ...(s.process ? [s.process] : [])]);
@@ -196,6 +227,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         collectedBlobLinks: findings.filter((l) => COLLECTED_BLOB_LINK.test(l)).length,
         others: findings.filter((l) => !COLLECTED_BLOB_LINK.test(l)),
       },
+      verifyIndex: { code: verifyIndex.code, summary: indexLines.at(-1) ?? '', ...indexDifferences },
       notReady,
       instanceErrors,
     };
@@ -234,6 +266,13 @@ export function formatReport(r: SoakReport): string {
     `berth verify: exit ${r.verify.code}: ${r.verify.summary}`,
     ...(r.verify.code === 0 ? [] : [`  findings: ${r.verify.collectedBlobLinks} layer links naming a blob the online collection removed; ${r.verify.others.length} others`]),
     ...r.verify.others.slice(0, 30).map((l) => `  ${l}`),
+    `berth verify --index: exit ${r.verifyIndex.code}: ${r.verifyIndex.summary}`,
+    ...(r.verifyIndex.code === 0
+      ? []
+      : [
+          `  explained (the index is not told of these until the reconciler is in): ${r.verifyIndex.retention} by retention, ${r.verifyIndex.collected} by the online collection, ${r.verifyIndex.killed} by a kill during a write; ${r.verifyIndex.unexplained.length} unexplained`,
+        ]),
+    ...r.verifyIndex.unexplained.slice(0, 30).map((l) => `  ${l}`),
     `faults: ${r.faults.map((f) => `${at(f.start)} ${f.kind}${f.instance === undefined ? '' : ` ${f.instance}`} ${seconds(f.end - f.start)}`).join('; ')}`,
     `/readyz not 200 or slower than 2 s: ${r.notReady.length}`,
     ...r.notReady.slice(0, 20).map((l) => `  ${l}`),

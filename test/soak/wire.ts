@@ -42,6 +42,8 @@ export class Wire {
   requests = 0;
   readonly serverErrors: Exchange[] = [];
   readonly cuts: Exchange[] = [];
+  /** every request that writes (not GET or HEAD), answered or cut: which repositories a kill may have left half-written */
+  readonly writes: Exchange[] = [];
 
   constructor(readonly base: string) {}
 
@@ -65,6 +67,7 @@ export class Wire {
       const body = Buffer.from(await res.arrayBuffer());
       const end = Date.now();
       const servedBy = res.headers.get('x-served-by') ?? undefined;
+      if (method !== 'GET' && method !== 'HEAD') this.writes.push({ method, path: target.pathname, start, end, status: res.status, servedBy, detail: '' });
       if (res.status >= 500) {
         this.serverErrors.push({ method, path: shortPath, start, end, status: res.status, servedBy, detail: body.toString('utf8', 0, 300).replace(/\s+/g, ' ') });
       }
@@ -73,6 +76,7 @@ export class Wire {
       const e = err as Error & { cause?: { code?: string; message?: string } };
       const exchange: Exchange = { method, path: shortPath, start, end: Date.now(), detail: e.cause?.code ?? e.cause?.message ?? e.name ?? e.message };
       this.cuts.push(exchange);
+      if (method !== 'GET' && method !== 'HEAD') this.writes.push({ ...exchange, path: target.pathname });
       throw new CutError(exchange);
     }
   }
