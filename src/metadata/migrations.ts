@@ -3,7 +3,7 @@
  * what ran; the Migrator takes a lock, so several processes opening one database at once apply
  * each step once). A step is never edited once released: a change is a new step.
  */
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -71,8 +71,37 @@ function initial(engine: Engine): Migration {
   };
 }
 
+/**
+ * The listings' step: the catalog's keyset index, in storage's order (component by component, so
+ * `a/b` before `a-b`: '/' is replaced by \x01, below every character of a name; listings.ts
+ * queries this same expression), over the repositories the catalog lists only; and the count of
+ * the request path's writes to a repository, which a rebuild running while berth serves checks so
+ * it never overwrites a write it did not read (metadata-index.ts).
+ */
+function listings(engine: Engine): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('repositories')
+        .addColumn('changes', engine === 'postgres' ? 'bigint' : 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .createIndex('repositories_catalog_order')
+        .on('repositories')
+        .expression(sql.raw("replace(name, '/', '\x01')"))
+        .where(sql<boolean>`has_manifests = 1`)
+        .execute();
+    },
+  };
+}
+
 export function migrator(db: Kysely<any>, engine: Engine): Migrator {
-  const provider: MigrationProvider = { getMigrations: async () => ({ '0001_initial': initial(engine) }) };
+  const provider: MigrationProvider = {
+    getMigrations: async () => ({
+      '0001_initial': initial(engine),
+      '0003_listings': listings(engine),
+    }),
+  };
   return new Migrator({ db, provider });
 }
 

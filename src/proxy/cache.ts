@@ -21,8 +21,10 @@ import { blobUnknown } from '../registry/blobs.js';
 import type { BlobStat, ByteRange, ContentSource } from '../registry/content.js';
 import { digestAlgorithm, isDigest, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
+import type { ListingPage, PageBounds } from '../registry/indexing/listing-source.js';
 import type { ManifestStore, Reference, StoredManifest } from '../registry/manifest-store.js';
 import { MANIFEST_LIMIT, parseManifest, supportedManifestMediaTypes } from '../registry/manifests/index.js';
+import { pageOf } from '../registry/pages.js';
 import type { BlobFetches } from './blob-fetch.js';
 import type { ProxyStats } from './stats.js';
 import { describe, isUpstreamFailure, rethrowUpstream, UpstreamError } from './errors.js';
@@ -124,6 +126,11 @@ export class PullThroughCache implements ContentSource {
       this.logger.info({ repository: name, reason: describe(err) }, 'tags listed from the cache');
       return this.stored.tags(name);
     }
+  }
+
+  /** the upstream's list (or the cache's, as tags()), paged here */
+  async tagPage(name: string, page: PageBounds): Promise<ListingPage> {
+    return pageOf(await this.tags(name), page);
   }
 
   /** the tag's digest upstream (undefined when its answer names none), or 404 MANIFEST_UNKNOWN */

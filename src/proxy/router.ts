@@ -2,6 +2,7 @@
 import type { Readable } from 'node:stream';
 import type { BlobStat, ByteRange, ContentSource } from '../registry/content.js';
 import type { Digest } from '../registry/digest.js';
+import type { ListingPage, PageBounds } from '../registry/indexing/listing-source.js';
 import type { Reference, StoredManifest } from '../registry/manifest-store.js';
 
 export class MirrorRouter implements ContentSource {
@@ -29,5 +30,9 @@ export class MirrorRouter implements ContentSource {
 
   tags(name: string): Promise<readonly string[]> {
     return this.source(name).tags(name);
+  }
+
+  tagPage(name: string, page: PageBounds): Promise<ListingPage> {
+    return this.source(name).tagPage(name, page);
   }
 }

@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import type { BlobStat, ByteRange, ContentSource } from './content.js';
 import type { Digest } from './digest.js';
+import type { ListingPage, PageBounds } from './indexing/listing-source.js';
 import type { Reference, StoredManifest } from './manifest-store.js';
 import * as layout from './layout.js';
 import { readRevisionMeta } from './revision-meta.js';
@@ -146,5 +147,9 @@ export class RecordingContent implements ContentSource {
 
   tags(name: string): Promise<readonly string[]> {
     return this.inner.tags(name);
+  }
+
+  tagPage(name: string, page: PageBounds): Promise<ListingPage> {
+    return this.inner.tagPage(name, page);
   }
 }

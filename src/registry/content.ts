@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { BlobStore } from './blobs.js';
 import type { Digest } from './digest.js';
 import type { ManifestStore, Reference, StoredManifest } from './manifest-store.js';
+import type { ListingPage, PageBounds } from './indexing/listing-source.js';
 import type { TagStore } from './tags.js';
 
 export interface BlobStat {
@@ -30,6 +31,8 @@ export interface ContentSource {
   openBlob(name: string, digest: Digest, range?: ByteRange): Promise<Readable>;
   /** the repository's tags, sorted by code unit */
   tags(name: string): Promise<readonly string[]>;
+  /** a page of them: at most `n` after `last`, and whether more follow (NAME_UNKNOWN as tags()) */
+  tagPage(name: string, page: PageBounds): Promise<ListingPage>;
 }
 
 /** the registry's own content: what was pushed to storage */
@@ -54,5 +57,9 @@ export class StoredContent implements ContentSource {
 
   tags(name: string): Promise<readonly string[]> {
     return this.tagStore.list(name);
+  }
+
+  tagPage(name: string, page: PageBounds): Promise<ListingPage> {
+    return this.tagStore.page(name, page);
   }
 }
