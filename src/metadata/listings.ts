@@ -30,7 +30,10 @@ export class IndexListings {
   /** repositories the catalog lists, at most `n`, after `last` in storage's order */
   async catalogPage(page: { n: number; last?: string }): Promise<ListingPage> {
     let query = this.db.selectFrom('repositories').select('name').where(sql<boolean>`has_manifests = 1`);
-    if (page.last) query = query.where(CATALOG_KEY, '>', beforeNul(page.last).replaceAll('/', '\x01'));
+    if (page.last) {
+      const after = catalogBound(page.last);
+      query = query.where(CATALOG_KEY, after.op, after.key);
+    }
     const rows = await query.orderBy(CATALOG_KEY).limit(page.n + 1).execute();
     return pageOf(rows.map((r) => r.name), page.n);
   }
@@ -47,6 +50,19 @@ export class IndexListings {
     // n=0: an empty page, and none follows (as http/pagination.ts pages storage's list)
     return page.n === 0 ? { items: [], more: false } : pageOf(rows.map((r) => r.name), page.n);
   }
+}
+
+/**
+ * Where a catalog page starts. Storage compares names with `last` component by component, as if
+ * '/' sorted below every character. \x01 stands for '/' in the key; a `last` holding \0 (which
+ * PostgreSQL's text cannot hold) or \x01 (the key's '/') is bounded by its part before that
+ * character: names hold neither, so a name sorts after `last` exactly when its key sorts at or
+ * after that part's key followed by \x02 (the part followed by a character of a name, not by '/').
+ */
+function catalogBound(last: string): { op: '>' | '>='; key: string } {
+  const odd = last.search(/[\0\x01]/);
+  if (odd === -1) return { op: '>', key: last.replaceAll('/', '\x01') };
+  return { op: '>=', key: `${last.slice(0, odd).replaceAll('/', '\x01')}\x02` };
 }
 
 /**
