@@ -13,6 +13,9 @@
  * not the size of the registry. A directory is a repository when its listing has `_manifests`; one
  * listing per directory tells both that and which nested names to visit. Names starting with '_'
  * (`_manifests`, `_layers`, `_uploads`) are never descended into.
+ *
+ * With the metadata index in sync, a page is one query of it instead, in the same order
+ * (indexing/listing-source.ts, metadata/listings.ts); the walk answers otherwise.
  */
 import type { StorageDriver } from '../storage/driver.js';
 import { REPOSITORIES } from './layout.js';
