@@ -15,6 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { DEFAULT_SQLITE_FILE, openMetadataIndex } from '../../src/features/metadata.js';
+import { Lease } from '../../src/metadata/lease.js';
 import { IndexListings } from '../../src/metadata/listings.js';
 import { REBUILT_KEY, type MetadataIndex } from '../../src/metadata/metadata-index.js';
 import { openDatabase } from '../../src/metadata/open.js';
@@ -325,11 +326,29 @@ describe('the listing queries on both engines', () => {
     assert.equal(await listings.tagPage('never', { n: 10 }), undefined);
   };
 
-  it('SQLite sorts as storage does (code unit, component by component) and pages at every edge', async () => {
+  /** the start-up build's lease: one holder at a time, taken over once it ran out */
+  const checkLease = async (db: Kysely<Database>) => {
+    const a = new Lease(db, BUILD_LEASE_KEY, 'a');
+    const b = new Lease(db, BUILD_LEASE_KEY, 'b');
+    assert.equal(await a.take(1000, 2000), true);
+    assert.equal(await b.take(1000, 2000), false, 'held by a');
+    assert.equal(await b.take(1999, 3000), false, 'held until 2000');
+    assert.equal(await a.take(1500, 2500), true, 'renewed by its holder');
+    assert.equal(await b.take(2400, 3400), false);
+    assert.equal(await b.take(2600, 3600), true, 'taken over once it ran out');
+    assert.equal(await a.take(2700, 3700), false, 'the old holder lost it');
+    await a.release(); // not its own: stays
+    assert.equal(await a.take(2800, 3800), false);
+    await b.release();
+    assert.equal(await a.take(2900, 3900), true);
+  };
+
+  it('SQLite sorts as storage does (code unit, component by component) and pages at every edge; the lease', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'berth-listings-'));
     const { db } = await openDatabase({ sqlite: { path: join(dir, 'index.sqlite') } });
     try {
       await check(db);
+      await checkLease(db);
     } finally {
       await db.destroy();
       await rm(dir, { recursive: true, force: true });
@@ -366,10 +385,11 @@ describe('the listing queries on both engines', () => {
       }
     });
 
-    it('sorts as storage does in a database of the C locale', async () => {
+    it('sorts as storage does in a database of the C locale; the lease', async () => {
       const { db } = await openDatabase({ postgres: { url: await cluster!.createDatabase('listings_c') } });
       try {
         await check(db);
+        await checkLease(db);
       } finally {
         await db.destroy();
       }
