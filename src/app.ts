@@ -100,10 +100,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const links = new DirectoryCache(driver, cacheEntries(config.storage.cache), sharedCache);
   for (const parts of enabled) parts.watchCache?.(links.counts);
   const index = enabled.find((parts) => parts.indexSink)?.indexSink;
+  const listingSource = enabled.find((parts) => parts.listingSource)?.listingSource;
   const blobs = new BlobStore(driver, enabled.find((parts) => parts.blobGuard)?.blobGuard?.(driver), { links, index });
   const purging = config.storage.maintenance.uploadpurging;
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
-  const tags = new TagStore(driver, { links, index });
+  const tags = new TagStore(driver, { links, index, source: listingSource });
   const manifests = new ManifestStore(driver, blobs, tags, {
     urlPolicy: config.validation.disabled ? undefined : urlPolicy(config),
     schema1: config.compatibility.schema1.enabled,
@@ -136,7 +137,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       uploads,
       manifests,
       tags,
-      catalog: new Catalog(driver),
+      catalog: new Catalog(driver, { source: listingSource }),
       content,
       uploadState: new UploadStateSigner(secret),
       catalogCursors: new CatalogCursors(secret),

@@ -673,9 +673,11 @@ const health = z.strictObject({
 });
 
 /**
- * metadata: the index of repositories, manifests, tags and blobs (src/metadata/). Off unless the
- * block is there; then embedded SQLite (a file, default `<rootdirectory>/berth/metadata.sqlite`
- * on filesystem storage) or PostgreSQL.
+ * metadata: the index of repositories, manifests, tags and blobs (src/metadata/), which answers the
+ * catalog and the tag lists. Without the block: on with filesystem storage (embedded SQLite at
+ * `<rootdirectory>/berth/metadata.sqlite`), off on other storage (see the transform below). With
+ * it: on unless `enabled: false`, embedded SQLite (`sqlite.path`, required but on the filesystem)
+ * or PostgreSQL.
  */
 const metadata = z
   .strictObject({
@@ -729,6 +731,12 @@ export const configSchema = z.strictObject({
     path: ['metadata', 'sqlite', 'path'],
   })
   // Distribution reads the deprecated top-level loglevel when log.level is not set
-  .transform(({ log, ...rest }) => ({ ...rest, log: { ...log, level: log.level ?? rest.loglevel ?? ('info' as const) } }));
+  .transform(({ log, ...rest }) => ({
+    ...rest,
+    log: { ...log, level: log.level ?? rest.loglevel ?? ('info' as const) },
+    // no block: the index is on with filesystem storage (its file in the root), off elsewhere (an
+    // SQLite file per instance on a shared bucket would list only that instance's writes)
+    metadata: rest.metadata ?? { enabled: rest.storage.filesystem !== undefined },
+  }));
 
 export type Config = z.output<typeof configSchema>;

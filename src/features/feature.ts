@@ -18,6 +18,7 @@ import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { SharedCache } from '../registry/cache/shared-cache.js';
 import type { IndexSink } from '../registry/indexing/sink.js';
+import type { ListingSource } from '../registry/indexing/listing-source.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
@@ -72,6 +73,8 @@ export interface FeatureParts {
   sharedCache?: SharedCache;
   /** the metadata index, told of every write after storage (the stores call it) */
   indexSink?: IndexSink;
+  /** the metadata index's listings, which the catalog and the tag store ask before storage */
+  listingSource?: ListingSource;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */

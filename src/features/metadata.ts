@@ -48,8 +48,21 @@ export async function openMetadataIndex(config: MetadataConfig, now?: () => numb
 export const metadataFeature: Feature<MetadataConfig> = {
   name: 'metadata',
   enabled: (config) => config.metadata?.enabled === true,
-  async load(config, { scheduler }) {
+  async load(config, { scheduler, logger }) {
     const index = await openMetadataIndex(config, () => scheduler.clock.now());
-    return { indexSink: index, close: () => index.close() };
+    const [{ IndexListings }, { ListingSource }, { REBUILT_KEY }, { buildIndexAtStartup }] = await Promise.all([
+      import('../metadata/listings.js'),
+      import('../registry/indexing/listing-source.js'),
+      import('../metadata/metadata-index.js'),
+      import('../registry/indexing/startup-build.js'),
+    ]);
+    const listingSource = new ListingSource(new IndexListings(index.db), async () => (await index.state(REBUILT_KEY)) !== undefined, logger);
+    return {
+      indexSink: index,
+      listingSource,
+      // once the registry listens: storage answers the listings until the index is built
+      listening: ({ driver }) => buildIndexAtStartup({ driver, index, source: listingSource, scheduler, logger }),
+      close: () => index.close(),
+    };
   },
 };

@@ -70,22 +70,3 @@ export function nextLink(prefix: string, path: string, n: number, last: string):
   const query = new URLSearchParams({ n: String(n), last }).toString();
   return `<${prefix}${path}?${query}>; rel="next"`;
 }
-
-/** the page of a sorted list: at most `n` entries after `last`, and whether more follow */
-export function pageOf(sorted: readonly string[], { n, last }: PageRequest): { items: string[]; more: boolean } {
-  const start = last === undefined ? 0 : firstAfter(sorted, last);
-  const items = sorted.slice(start, start + n);
-  return { items, more: n > 0 && start + n < sorted.length };
-}
-
-/** index of the first entry greater than `last` (binary search; entries sorted by code unit) */
-function firstAfter(sorted: readonly string[], last: string): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid] <= last) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}

@@ -8,7 +8,7 @@
  * SQLite the first statement takes the database's write lock, so a second process waits for it
  * (busy timeout) instead of failing as a transaction that read first and then wants to write does.
  */
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Engine } from './migrations.js';
 import type { BlobLinkRecord, ManifestRecord, RepositoryFacts, TagHistoryRecord, TagRecord } from './records.js';
 import type { Database, ManifestsTable } from './schema.js';
@@ -84,9 +84,11 @@ export class MetadataIndex {
    * the others are written; a tag that moved or went closes its history entry and a new one opens
    * at the tag's time. `hasManifests`: the repository has `_manifests` (the catalog lists it).
    */
-  async replaceRepository(facts: RepositoryFacts, hasManifests: boolean): Promise<void> {
+  async replaceRepository(facts: RepositoryFacts, hasManifests: boolean, expectChanges?: number): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       await claim(tx, facts.name, hasManifests, true);
+      // a write of the request path landed since `facts` were read: they may lack it (roll back)
+      if (expectChanges !== undefined && (await changesOf(tx, facts.name)) !== expectChanges) throw new RepositoryChangedError(facts.name);
       const at = this.time();
       const wanted = new Set(facts.manifests.map((m) => m.digest));
       const stale = (await tx.selectFrom('manifests').select('digest').where('repository', '=', facts.name).execute()).map((r) => r.digest).filter((d) => !wanted.has(d));
@@ -121,15 +123,22 @@ export class MetadataIndex {
     });
   }
 
-  /** a repository storage no longer has: its rows go, its tags' history is closed and kept */
-  async dropRepository(name: string): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
+  /**
+   * a repository storage no longer has: its rows go, its tags' history is closed and kept.
+   * `expectChanges`: only if the request path wrote nothing to it since (false when it did).
+   */
+  async dropRepository(name: string, expectChanges?: number): Promise<boolean> {
+    return this.db.transaction().execute(async (tx) => {
+      // the row first: it locks the repository against the request path's writes
+      let row = tx.deleteFrom('repositories').where('name', '=', name);
+      if (expectChanges !== undefined) row = row.where('changes', '=', expectChanges);
+      if (Number((await row.executeTakeFirst()).numDeletedRows) === 0 && expectChanges !== undefined) return false;
       const at = this.time();
       await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', name).where('to_at', 'is', null).execute();
       await tx.deleteFrom('tags').where('repository', '=', name).execute();
       await tx.deleteFrom('manifests').where('repository', '=', name).execute();
       await tx.deleteFrom('repository_blobs').where('repository', '=', name).execute();
-      await tx.deleteFrom('repositories').where('name', '=', name).execute();
+      return true;
     });
   }
 
@@ -147,6 +156,16 @@ export class MetadataIndex {
   async repositoryNames(): Promise<string[]> {
     const rows = await this.db.selectFrom('repositories').select('name').orderBy('name').execute();
     return rows.map((r) => r.name);
+  }
+
+  /** how many writes of the request path each repository had (0 for one without a row) */
+  async repositoryChanges(): Promise<Map<string, number>> {
+    const rows = await this.db.selectFrom('repositories').select(['name', 'changes']).execute();
+    return new Map(rows.map((r) => [r.name, Number(r.changes)]));
+  }
+
+  async changesOf(name: string): Promise<number> {
+    return changesOf(this.db, name);
   }
 
   /** the repository's rows as records, sorted (manifests and links by digest, tags by name); undefined when it has no row */
@@ -202,11 +221,25 @@ export class MetadataIndex {
  */
 async function claim(tx: Tx, name: string, manifests: boolean, exact = false): Promise<void> {
   const flag = manifests ? 1 : 0;
+  // the request path counts its writes; the rebuild's (`exact`) are not counted
+  const counted = exact ? {} : { changes: sql<number>`repositories.changes + 1` };
   await tx
     .insertInto('repositories')
-    .values({ name, has_manifests: flag })
-    .onConflict((oc) => oc.column('name').doUpdateSet(exact || manifests ? { has_manifests: flag } : { name }))
+    .values({ name, has_manifests: flag, changes: exact ? 0 : 1 })
+    .onConflict((oc) => oc.column('name').doUpdateSet({ ...(exact || manifests ? { has_manifests: flag } : { name }), ...counted }))
     .execute();
+}
+
+async function changesOf(db: Kysely<Database>, name: string): Promise<number> {
+  const row = await db.selectFrom('repositories').select('changes').where('name', '=', name).executeTakeFirst();
+  return Number(row?.changes ?? 0);
+}
+
+/** the repository was written by the request path while a rebuild read it from storage: read it again */
+export class RepositoryChangedError extends Error {
+  constructor(readonly repository: string) {
+    super(`repository ${JSON.stringify(repository)} changed while it was read from storage`);
+  }
 }
 
 function manifestRow(r: ManifestRecord): Omit<ManifestsTable, 'pull_count' | 'last_pulled_at'> {

@@ -106,6 +106,30 @@ function byteOrder(engine: Engine): Migration {
   };
 }
 
+/**
+ * The listings' step: the catalog's keyset index, in storage's order (component by component, so
+ * `a/b` before `a-b`: '/' is replaced by \x01, below every character of a name; listings.ts
+ * queries this same expression), over the repositories the catalog lists only; and the count of
+ * the request path's writes to a repository, which a rebuild running while berth serves checks so
+ * it never overwrites a write it did not read (metadata-index.ts).
+ */
+function listings(engine: Engine): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .alterTable('repositories')
+        .addColumn('changes', engine === 'postgres' ? 'bigint' : 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .createIndex('repositories_catalog_order')
+        .on('repositories')
+        .expression(sql.raw("replace(name, '/', '\x01')"))
+        .where(sql<boolean>`has_manifests = 1`)
+        .execute();
+    },
+  };
+}
+
 /** the type of a text column that is compared or sorted: byte order on both engines (see `byteOrder`) */
 export function textKey(engine: Engine) {
   return engine === 'postgres' ? sql`text collate "C"` : sql`text`;
@@ -116,6 +140,7 @@ export function migrator(db: Kysely<any>, engine: Engine): Migrator {
     getMigrations: async () => ({
       '0001_initial': initial(engine),
       '0002_byte_order': byteOrder(engine),
+      '0003_listings': listings(engine),
     }),
   };
   return new Migrator({ db, provider });

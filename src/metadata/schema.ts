@@ -5,6 +5,8 @@ export interface RepositoriesTable {
   name: string;
   /** 1 when the repository has `_manifests` (the catalog lists it), 0 when it holds only blob links */
   has_manifests: number;
+  /** writes of the request path to the repository, counted (a rebuild checks it did not miss one: metadata-index.ts) */
+  changes: Generated<number | string>;
 }
 
 export interface ManifestsTable {

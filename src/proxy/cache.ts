@@ -26,9 +26,11 @@ import { blobUnknown } from '../registry/blobs.js';
 import type { BlobStat, ByteRange, ContentSource } from '../registry/content.js';
 import { digestAlgorithm, isDigest, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
+import type { ListingPage, PageBounds } from '../registry/indexing/listing-source.js';
 import type { ManifestStore, Reference, StoredManifest } from '../registry/manifest-store.js';
 import { MANIFEST_LIMIT, MediaTypes, parseManifest, supportedManifestMediaTypes, type Descriptor } from '../registry/manifests/index.js';
 import { mapLimited } from '../registry/pool.js';
+import { pageOf } from '../registry/pages.js';
 import type { BlobFetches } from './blob-fetch.js';
 import type { ProxyStats } from './stats.js';
 import { describe, isUpstreamFailure, rethrowUpstream, UpstreamError } from './errors.js';
@@ -208,6 +210,11 @@ export class PullThroughCache implements ContentSource {
       if (!isUpstreamFailure(err) && !(err instanceof RegistryError)) throw err;
       this.logger.warn({ repository: name, digest, reason: describe(err) }, 'a referrer the upstream listed could not be fetched; left out of the answer');
     });
+  }
+
+  /** the upstream's list (or the cache's, as tags()), paged here */
+  async tagPage(name: string, page: PageBounds): Promise<ListingPage> {
+    return pageOf(await this.tags(name), page);
   }
 
   /** the tag's digest upstream (undefined when its answer names none), or 404 MANIFEST_UNKNOWN */

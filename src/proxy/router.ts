@@ -2,6 +2,7 @@
 import type { Readable } from 'node:stream';
 import type { BlobStat, ByteRange, ContentSource } from '../registry/content.js';
 import type { Digest } from '../registry/digest.js';
+import type { ListingPage, PageBounds } from '../registry/indexing/listing-source.js';
 import type { Reference, StoredManifest } from '../registry/manifest-store.js';
 import type { Descriptor } from '../registry/manifests/index.js';
 
@@ -34,5 +35,9 @@ export class MirrorRouter implements ContentSource {
 
   referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
     return this.source(name).referrers(name, subject, artifactType);
+  }
+
+  tagPage(name: string, page: PageBounds): Promise<ListingPage> {
+    return this.source(name).tagPage(name, page);
   }
 }

@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import type { BlobStat, ByteRange, ContentSource } from './content.js';
 import type { Digest } from './digest.js';
+import type { ListingPage, PageBounds } from './indexing/listing-source.js';
 import type { Reference, StoredManifest } from './manifest-store.js';
 import type { Descriptor } from './manifests/index.js';
 import * as layout from './layout.js';
@@ -151,5 +152,9 @@ export class RecordingContent implements ContentSource {
 
   referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
     return this.inner.referrers(name, subject, artifactType);
+  }
+
+  tagPage(name: string, page: PageBounds): Promise<ListingPage> {
+    return this.inner.tagPage(name, page);
   }
 }

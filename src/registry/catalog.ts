@@ -13,12 +13,16 @@
  * not the size of the registry. A directory is a repository when its listing has `_manifests`; one
  * listing per directory tells both that and which nested names to visit. Names starting with '_'
  * (`_manifests`, `_layers`, `_uploads`) are never descended into.
+ *
+ * With the metadata index in sync, a page is one query of it instead, in the same order
+ * (indexing/listing-source.ts, metadata/listings.ts); the walk answers otherwise.
  */
 import type { StorageDriver } from '../storage/driver.js';
 import { REPOSITORIES } from './layout.js';
 import type { ListingCacheLimits } from './cache/listing-cache.js';
 import { Listings } from './cache/listings.js';
 import { listsRepository } from './repositories.js';
+import type { ListingSource } from './indexing/listing-source.js';
 
 /**
  * The catalog's listing cache: a directory listed a second time is kept while its token holds, so
@@ -38,8 +42,12 @@ export interface CatalogPage {
 export class Catalog {
   private readonly listings: Listings;
 
-  constructor(driver: StorageDriver, options: { cache?: ListingCacheLimits } = {}) {
+  /** the metadata index's listings, when it is on: asked before storage (indexing/listing-source.ts) */
+  private readonly source?: ListingSource;
+
+  constructor(driver: StorageDriver, options: { cache?: ListingCacheLimits; source?: ListingSource } = {}) {
     this.listings = new Listings(driver, { limits: options.cache ?? CATALOG_CACHE_LIMITS, cacheWhenSeenTwice: true });
+    this.source = options.source;
   }
 
   /** at most `n` repositories that sort after `last` (all of them from the start without it) */
@@ -47,6 +55,8 @@ export class Catalog {
     const { n } = options;
     const last = options.last || undefined; // an empty `last` is no `last`
     if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`catalog page size must be a non-negative integer, got ${n}`);
+    const indexed = await this.source?.catalogPage({ n, last });
+    if (indexed) return { repositories: indexed.items, more: indexed.more };
     const found: string[] = [];
     const top = await this.listings.names(REPOSITORIES);
     if (top === undefined) return { repositories: [], more: false }; // nothing pushed yet

@@ -8,6 +8,7 @@ import type { BlobStore } from './blobs.js';
 import type { Digest } from './digest.js';
 import type { ManifestStore, Reference, StoredManifest } from './manifest-store.js';
 import type { Descriptor } from './manifests/index.js';
+import type { ListingPage, PageBounds } from './indexing/listing-source.js';
 import type { TagStore } from './tags.js';
 
 export interface BlobStat {
@@ -33,6 +34,8 @@ export interface ContentSource {
   tags(name: string): Promise<readonly string[]>;
   /** descriptors of the manifests whose `subject` is `subject`, of one artifactType when given; none is not an error */
   referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]>;
+  /** a page of them: at most `n` after `last`, and whether more follow (NAME_UNKNOWN as tags()) */
+  tagPage(name: string, page: PageBounds): Promise<ListingPage>;
 }
 
 /** the registry's own content: what was pushed to storage */
@@ -61,5 +64,9 @@ export class StoredContent implements ContentSource {
 
   referrers(name: string, subject: Digest, artifactType?: string): Promise<Descriptor[]> {
     return this.manifests.referrers(name, subject, artifactType);
+  }
+
+  tagPage(name: string, page: PageBounds): Promise<ListingPage> {
+    return this.tagStore.page(name, page);
   }
 }

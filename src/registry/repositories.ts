@@ -23,11 +23,14 @@ export function listsRepository(childNames: readonly string[]): boolean {
 
 /** 404 NAME_UNKNOWN unless `name` is a repository */
 export async function checkRepository(driver: StorageDriver, name: string): Promise<void> {
-  if (!(await isRepository(driver, name))) {
-    throw new RegistryError('NAME_UNKNOWN', `repository ${JSON.stringify(name)} is not known to this registry (no manifest was ever pushed to it)`, {
-      detail: { name },
-    });
-  }
+  if (!(await isRepository(driver, name))) throw nameUnknown(name);
+}
+
+/** the error of a repository that is not known (also when the metadata index says so) */
+export function nameUnknown(name: string): RegistryError {
+  return new RegistryError('NAME_UNKNOWN', `repository ${JSON.stringify(name)} is not known to this registry (no manifest was ever pushed to it)`, {
+    detail: { name },
+  });
 }
 
 /** makes sure `name` stays a repository when its last manifest goes (called before a delete) */

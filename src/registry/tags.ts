@@ -19,8 +19,10 @@ import { readLink, writeLink } from './links.js';
 import { DirectoryCache } from './cache/directory-cache.js';
 import type { ListingCacheLimits } from './cache/listing-cache.js';
 import { Listings } from './cache/listings.js';
-import { checkRepository } from './repositories.js';
+import { checkRepository, nameUnknown } from './repositories.js';
+import { pageOf } from './pages.js';
 import type { IndexSink } from './indexing/sink.js';
+import type { ListingPage, ListingSource, PageBounds } from './indexing/listing-source.js';
 
 /**
  * Default bounds of the tag-list cache. A name costs some 45 bytes (12 characters: the string and
@@ -42,12 +44,16 @@ export class TagStore {
 
   constructor(
     private readonly driver: StorageDriver,
-    options: { cache?: ListingCacheLimits; links?: DirectoryCache; index?: IndexSink } = {},
+    options: { cache?: ListingCacheLimits; links?: DirectoryCache; index?: IndexSink; source?: ListingSource } = {},
   ) {
     this.listings = new Listings(driver, { limits: options.cache ?? TAG_CACHE_LIMITS });
     this.links = options.links ?? new DirectoryCache(driver);
     this.index = options.index;
+    this.source = options.source;
   }
+
+  /** the metadata index's listings, when it is on: asked before storage (indexing/listing-source.ts) */
+  private readonly source?: ListingSource;
 
   /** the metadata index, told of every tag moved or removed after storage (indexing/sink.ts) */
   private readonly index?: IndexSink;
@@ -86,6 +92,13 @@ export class TagStore {
       return NONE;
     }
     return names;
+  }
+
+  /** a page of the tag names of `name`: at most `n` after `last`, and whether more follow; NAME_UNKNOWN as list() */
+  async page(name: string, page: PageBounds): Promise<ListingPage> {
+    const indexed = await this.source?.tagPage(name, page);
+    if (indexed === null) throw nameUnknown(name);
+    return indexed ?? pageOf(await this.list(name), page);
   }
 
   /** listings and names in the cache */

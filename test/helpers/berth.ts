@@ -71,8 +71,6 @@ export async function startBerth(
     log: { level: 'error', accesslog: { disabled: true } },
     storage: { ...storageBlock, delete: { enabled: true } },
     http: { addr: '127.0.0.1:0', secret: 'test-secret' },
-    // BERTH_TEST_METADATA=sqlite: every registry on the filesystem keeps the metadata index (in its root), to run a suite with it on
-    ...(process.env.BERTH_TEST_METADATA === 'sqlite' && driver === 'filesystem' ? { metadata: {} } : {}),
   };
   const config = validateConfig(merge(base, overrides), 'test');
   const logger = pino({ level: process.env.BERTH_TEST_LOG ?? 'silent' });

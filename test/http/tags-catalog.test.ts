@@ -7,6 +7,8 @@ import { pino } from 'pino';
 import { createApp } from '../../src/app.js';
 import { validateConfig } from '../../src/config/load.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
+import { openMetadataIndex } from '../../src/features/metadata.js';
+import { rebuildIndex } from '../../src/registry/indexing/rebuild.js';
 import type { Digest } from '../../src/registry/digest.js';
 import * as layout from '../../src/registry/layout.js';
 import { linkContent } from '../../src/registry/links.js';
@@ -47,16 +49,38 @@ async function seed(registry: TestRegistry): Promise<void> {
 
 after(() => stopSharedCeph());
 
-for (const driver of ['filesystem', 's3'] as const) describe(`GET /v2/<name>/tags/list and /v2/_catalog (${driver})`, driver === 's3' ? needTools(CEPH_TOOLS, 'the HTTP suite on the s3 driver') : {}, () => {
+/** the registry's index made to hold what storage holds */
+async function rebuildFromStorage(app: TestRegistry['app']): Promise<void> {
+  const opened = await openMetadataIndex(app.config);
+  try {
+    await rebuildIndex(app.driver, opened);
+  } finally {
+    await opened.close();
+  }
+}
+
+/**
+ * storage written straight (as Distribution writes it), listed by storage; and the same listed by
+ * the metadata index, rebuilt from that storage (`berth index rebuild`), answering the same
+ */
+const VARIANTS = [
+  { name: 'filesystem', driver: 'filesystem', index: false },
+  { name: 's3', driver: 's3', index: false },
+  { name: 'filesystem, from the metadata index', driver: 'filesystem', index: true },
+] as const;
+
+for (const { name: variant, driver, index } of VARIANTS) describe(`GET /v2/<name>/tags/list and /v2/_catalog (${variant})`, driver === 's3' ? needTools(CEPH_TOOLS, 'the HTTP suite on the s3 driver') : {}, () => {
   let registry: TestRegistry; // default configuration: catalog.maxentries 1000
   let capped: TestRegistry; // catalog.maxentries 5
   let url: string;
   before(async () => {
-    registry = await startBerth({}, { driver });
-    capped = await startBerth({ catalog: { maxentries: 5 } }, { driver });
+    const metadata = { metadata: { enabled: index } };
+    registry = await startBerth(metadata, { driver });
+    capped = await startBerth({ ...metadata, catalog: { maxentries: 5 } }, { driver });
     url = registry.url;
     await seed(registry);
     await seed(capped);
+    if (index) for (const { app } of [registry, capped]) await rebuildFromStorage(app);
   });
   after(async () => {
     await registry.stop();
@@ -234,7 +258,7 @@ for (const driver of ['filesystem', 's3'] as const) describe(`GET /v2/<name>/tag
 describe('tags and catalog behind http.prefix, on an empty in-memory registry', () => {
   let registry: TestRegistry;
   before(async () => {
-    registry = await startBerth({ http: { prefix: '/registry/' } }, { driver: 'inmemory' });
+    registry = await startBerth({ http: { prefix: '/registry/' } }, { driver: 'inmemory' }); // no index on inmemory: storage answers
   });
   after(() => registry.stop());
 
@@ -303,12 +327,13 @@ describe('tag lists from the cache stay right when tags change through the API o
   before(async () => {
     root = await mkdtemp(join(tmpdir(), 'berth-tags-cache-'));
     const config = validateConfig(
-      { version: '0.1', log: { level: 'error', accesslog: { disabled: true } }, storage: { filesystem: { rootdirectory: root }, delete: { enabled: true } }, http: { addr: '127.0.0.1:0', secret: 's' } },
+      // storage's listings and their cache: the index would not see the plain file writes (the reconciler repairs those)
+      { version: '0.1', log: { level: 'error', accesslog: { disabled: true } }, storage: { filesystem: { rootdirectory: root }, delete: { enabled: true } }, http: { addr: '127.0.0.1:0', secret: 's' }, metadata: { enabled: false } },
       'test',
     );
     const app = await createApp(config, { logger: pino({ level: 'silent' }), driver: new FilesystemDriver({ rootdirectory: root, settleMs: SETTLE_MS }) });
     a = { url: await app.listen({ host: '127.0.0.1', port: 0 }), close: () => app.close() };
-    b = await startBerth({}, { root });
+    b = await startBerth({ metadata: { enabled: false } }, { root });
     for (const url of [a.url, b.url]) assert.equal((await pushBlob(url, REPO, layer.data)).status, 201);
   });
   after(async () => {

@@ -6,10 +6,10 @@
  * index records when it was rebuilt (REBUILT_KEY).
  */
 import type { StorageDriver } from '../../storage/driver.js';
-import { REBUILT_KEY, type MetadataIndex } from '../../metadata/metadata-index.js';
+import { REBUILT_KEY, RepositoryChangedError, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
-import { readRepositoryFacts } from './facts.js';
+import { readRepositoryFacts, type StoredRepository } from './facts.js';
 
 /** repositories read and written at once */
 export const REBUILD_REPOSITORIES = 8;
@@ -21,26 +21,53 @@ export interface RebuildSummary {
   dropped: number;
 }
 
-export async function rebuildIndex(driver: StorageDriver, index: MetadataIndex, options: { progress?: (summary: RebuildSummary) => void; now?: () => number } = {}): Promise<RebuildSummary> {
+/** times a repository is read again because the request path wrote to it meanwhile, before the rebuild gives up */
+export const REBUILD_ATTEMPTS = 10;
+
+/**
+ * Safe while berth serves: a repository's rows are replaced only if the request path wrote nothing
+ * to it between the storage read and the replacement (MetadataIndex counts those writes), else it
+ * is read again; a repository is dropped only if nothing was written to it since before the walk.
+ * `signal`: stop between repositories (the registry is shutting down).
+ */
+export async function rebuildIndex(
+  driver: StorageDriver,
+  index: MetadataIndex,
+  options: { progress?: (summary: RebuildSummary) => void; now?: () => number; signal?: AbortSignal } = {},
+): Promise<RebuildSummary> {
   const summary: RebuildSummary = { repositories: 0, manifests: 0, tags: 0, dropped: 0 };
   const seen = new Set<string>();
+  const before = await index.repositoryChanges();
   const names: string[] = [];
   for await (const name of repositoryNames(driver)) names.push(name);
   await forEach(names, REBUILD_REPOSITORIES, async (name) => {
-    const facts = await readRepositoryFacts(driver, name);
-    await index.replaceRepository(facts, facts.hasManifests);
+    const facts = await replaceFromStorage(driver, index, name, options.signal);
     seen.add(name);
     summary.repositories++;
     summary.manifests += facts.manifests.length;
     summary.tags += facts.tags.length;
     options.progress?.(summary);
   });
-  for (const name of await index.repositoryNames()) {
+  for (const [name, changes] of before) {
     if (seen.has(name)) continue;
-    await index.dropRepository(name);
-    summary.dropped++;
+    options.signal?.throwIfAborted();
+    if (await index.dropRepository(name, changes)) summary.dropped++;
   }
   await index.dropUnlinkedBlobs();
   await index.setState(REBUILT_KEY, new Date((options.now ?? Date.now)()).toISOString());
   return summary;
+}
+
+async function replaceFromStorage(driver: StorageDriver, index: MetadataIndex, name: string, signal?: AbortSignal): Promise<StoredRepository> {
+  for (let attempt = 1; ; attempt++) {
+    signal?.throwIfAborted();
+    const changes = await index.changesOf(name);
+    const facts = await readRepositoryFacts(driver, name);
+    try {
+      await index.replaceRepository(facts, facts.hasManifests, changes);
+      return facts;
+    } catch (err) {
+      if (!(err instanceof RepositoryChangedError) || attempt >= REBUILD_ATTEMPTS) throw err;
+    }
+  }
 }
