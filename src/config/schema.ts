@@ -681,6 +681,8 @@ const metadata = z
   .strictObject({
     enabled: bool.default(true),
     sqlite: z.strictObject({ path: z.string().min(1).optional() }).optional(),
+    /** the reconciler (src/registry/indexing/reconcile.ts): a pass over storage every interval, by one instance */
+    reconcile: z.strictObject({ interval: duration.refine((ms) => ms > 0, { message: 'expected a duration above 0, e.g. "1m"' }).prefault('1m') }).prefault({}),
     postgres: z
       .strictObject({
         url: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'expected a PostgreSQL connection URL, e.g. "postgres://berth:secret@db.example:5432/berth"'),

@@ -17,7 +17,7 @@ import type { BlobGuard, BlobStore } from '../registry/blobs.js';
 import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { SharedCache } from '../registry/cache/shared-cache.js';
-import type { IndexSink } from '../registry/indexing/sink.js';
+import type { IndexSink, RepositorySink } from '../registry/indexing/sink.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
@@ -37,6 +37,8 @@ export interface Running {
   readiness: Readiness;
   /** every feature's figures, for /debug/vars and Prometheus */
   figures(): Figures;
+  /** the metadata index, for the passes outside the request path to tell of the repositories they changed */
+  index?: RepositorySink;
 }
 
 /** sections of numbers a feature reports, e.g. { gc: { lastDurationSeconds: 1.2 } } */
@@ -72,6 +74,8 @@ export interface FeatureParts {
   sharedCache?: SharedCache;
   /** the metadata index, told of every write after storage (the stores call it) */
   indexSink?: IndexSink;
+  /** the same index, told by the passes outside the request path of each repository they changed */
+  repositorySink?: RepositorySink;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */

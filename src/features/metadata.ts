@@ -11,11 +11,14 @@ import type { Feature } from './feature.js';
 
 export interface MetadataConfig {
   storage: { filesystem?: { rootdirectory: string } };
-  metadata?: { enabled: boolean; sqlite?: { path?: string }; postgres?: { url: string } };
+  metadata?: { enabled: boolean; sqlite?: { path?: string }; postgres?: { url: string }; reconcile?: { interval: number } };
 }
 
 /** the file of the embedded database when metadata.sqlite.path is not set: beside `docker/` in the root, where Distribution never looks */
 export const DEFAULT_SQLITE_FILE = 'berth/metadata.sqlite';
+
+/** metadata.reconcile.interval's default (docs/decisions.md, "The reconciler's interval") */
+export const DEFAULT_RECONCILE_MS = 60_000;
 
 /** which database the configuration names (the schema checked that one can be named) */
 export function metadataConnection(config: MetadataConfig): MetadataConnection {
@@ -42,8 +45,23 @@ export async function openMetadataIndex(config: MetadataConfig, now?: () => numb
 export const metadataFeature: Feature<MetadataConfig> = {
   name: 'metadata',
   enabled: (config) => config.metadata?.enabled === true,
-  async load(config, { scheduler }) {
+  async load(config, { logger, scheduler }) {
     const index = await openMetadataIndex(config, () => scheduler.clock.now());
-    return { indexSink: index, close: () => index.close() };
+    const { reconcileTask } = await import('../registry/indexing/reconcile.js');
+    const last = { passes: 0, lastRead: 0, lastSkipped: 0, lastDropped: 0, lastFailed: 0, lastFinishedSeconds: 0 };
+    return {
+      indexSink: index,
+      repositorySink: index,
+      attach({ driver }) {
+        // storage written without the index telling (a crash, Distribution on a shared root) shows within the interval
+        scheduler.every(
+          reconcileTask(driver, index, config.metadata?.reconcile?.interval ?? DEFAULT_RECONCILE_MS, scheduler.clock, logger.child({ component: 'reconcile' }), (summary) =>
+            Object.assign(last, { passes: last.passes + 1, lastRead: summary.read, lastSkipped: summary.skipped, lastDropped: summary.dropped, lastFailed: summary.failed, lastFinishedSeconds: scheduler.clock.now() / 1000 }),
+          ),
+        );
+      },
+      figures: () => ({ reconcile: { ...last } }),
+      close: () => index.close(),
+    };
   },
 };

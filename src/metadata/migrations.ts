@@ -71,8 +71,24 @@ function initial(engine: Engine): Migration {
   };
 }
 
+/** the reconciler's record of what each repository looked like in storage when it last read it (registry/indexing/reconcile.ts) */
+const storageVersions: Migration = {
+  async up(db: Kysely<any>) {
+    await db.schema
+      .createTable('repository_versions')
+      .addColumn('repository', 'text', (c) => c.primaryKey())
+      .addColumn('version', 'text', (c) => c.notNull())
+      .execute();
+  },
+};
+
 export function migrator(db: Kysely<any>, engine: Engine): Migrator {
-  const provider: MigrationProvider = { getMigrations: async () => ({ '0001_initial': initial(engine) }) };
+  const provider: MigrationProvider = {
+    getMigrations: async () => ({
+      '0001_initial': initial(engine),
+      '0005_repository_versions': storageVersions,
+    }),
+  };
   return new Migrator({ db, provider });
 }
 
