@@ -142,6 +142,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       catalogCursors: new CatalogCursors(secret),
       urls: new URLBuilder({ host: config.http.host, prefix, relative: config.http.relativeurls }),
       events: notifier,
+      pulls: enabled.find((parts) => parts.pulls)?.pulls,
       requestMetrics: enabled.find((parts) => parts.requestMetrics)?.requestMetrics,
       health: monitor,
       readiness: running.readiness,

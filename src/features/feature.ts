@@ -14,6 +14,7 @@ import type { HealthMonitor } from '../health/monitor.js';
 import type { Readiness } from '../health/readiness.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { BlobGuard, BlobStore } from '../registry/blobs.js';
+import type { PullSink } from '../registry/activity.js';
 import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { SharedCache } from '../registry/cache/shared-cache.js';
@@ -76,6 +77,8 @@ export interface FeatureParts {
   indexSink?: IndexSink;
   /** the same index, told by the passes outside the request path of each repository they changed */
   repositorySink?: RepositorySink;
+  /** counts GETs of manifests (the edge calls it after a 200 to a GET) */
+  pulls?: PullSink;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */

@@ -47,11 +47,21 @@ export const metadataFeature: Feature<MetadataConfig> = {
   enabled: (config) => config.metadata?.enabled === true,
   async load(config, { logger, scheduler }) {
     const index = await openMetadataIndex(config, () => scheduler.clock.now());
-    const { reconcileTask } = await import('../registry/indexing/reconcile.js');
+    const [{ reconcileTask }, { PullCounts, FLUSH_MS }] = await Promise.all([import('../registry/indexing/reconcile.js'), import('../metadata/pulls.js')]);
+    const flushFailed = (err: unknown) => logger.warn({ err }, 'could not write pull counts to the metadata index (kept for the next flush)');
+    const pulls = new PullCounts(index.db, () => scheduler.clock.now(), flushFailed);
+    // every process flushes its own counts (a worker other than the first runs no scheduled task, so this is a timer of its own on the clock)
+    let closing = false;
+    let stopFlushing = () => {};
+    const flushLater = () => {
+      if (!closing) stopFlushing = scheduler.clock.after(FLUSH_MS, () => void pulls.flush().catch(flushFailed).finally(flushLater));
+    };
+    flushLater();
     const last = { passes: 0, lastRead: 0, lastSkipped: 0, lastDropped: 0, lastFailed: 0, lastFinishedSeconds: 0 };
     return {
       indexSink: index,
       repositorySink: index,
+      pulls,
       attach({ driver }) {
         // storage written without the index telling (a crash, Distribution on a shared root) shows within the interval
         scheduler.every(
@@ -61,7 +71,12 @@ export const metadataFeature: Feature<MetadataConfig> = {
         );
       },
       figures: () => ({ reconcile: { ...last } }),
-      close: () => index.close(),
+      async close() {
+        closing = true;
+        stopFlushing();
+        await pulls.flush().catch((err: unknown) => logger.warn({ err }, 'could not write the last pull counts to the metadata index'));
+        await index.close();
+      },
     };
   },
 };
