@@ -9,7 +9,7 @@ import { verifyIndex } from '../../src/registry/indexing/verify-index.js';
 import type { TestRegistry } from './berth.js';
 
 /** a reconciler pass over the registry's storage, as its scheduler would run it */
-export async function reconcileNow(registry: TestRegistry, options: { full?: boolean } = {}): Promise<ReconcileSummary> {
+export async function reconcileNow(registry: Pick<TestRegistry, 'app'>, options: { full?: boolean } = {}): Promise<ReconcileSummary> {
   const index = await openMetadataIndex(registry.app.config);
   try {
     return await reconcileIndex(registry.app.driver, index, { full: options.full, failed: (name, err) => { throw new Error(`reconciling ${name}: ${(err as Error).message}`); } });
@@ -19,7 +19,7 @@ export async function reconcileNow(registry: TestRegistry, options: { full?: boo
 }
 
 /** every difference `berth verify --index` reports between the registry's index and its storage */
-export async function indexDifferences(registry: TestRegistry): Promise<string[]> {
+export async function indexDifferences(registry: Pick<TestRegistry, 'app'>): Promise<string[]> {
   const index = await openMetadataIndex(registry.app.config);
   try {
     const lines: string[] = [];
