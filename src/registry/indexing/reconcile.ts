@@ -131,14 +131,20 @@ async function fingerprint(driver: StorageDriver, name: string, storeNow: () => 
 
 async function byDirectoryTokens(driver: StorageDriver, name: string, horizon: number): Promise<Fingerprint | undefined> {
   const repository = layout.repository(name);
+  const fp = { hash: createHash('sha256').update('tokens\n'), settled: true };
+  // a driver that never vouches (S3) answers without a request: ask it before listing anything
+  if ((await unlessMissing(driver.childrenVersion(repository))) === undefined) return undefined;
+  // the algorithms' directories that exist (a listing of their parents, whose names go in the hash)
+  const [layers, revisions] = await Promise.all(
+    [`${repository}/_layers`, `${layout.manifestsDir(name)}/revisions`].map(async (parent) => ({ parent, names: (await unlessMissing(driver.listNames(parent))) ?? [] })),
+  );
   const dirs = [
     repository,
-    `${repository}/_layers`,
-    `${layout.manifestsDir(name)}/revisions`,
     layout.tagsDir(name),
-    ...ALGORITHMS.flatMap((algorithm) => [layout.manifestRevisionsDir(name, algorithm), layout.layersDir(name, algorithm)]),
+    ...ALGORITHMS.filter((a) => layers.names.includes(a)).map((algorithm) => layout.layersDir(name, algorithm)),
+    ...ALGORITHMS.filter((a) => revisions.names.includes(a)).map((algorithm) => layout.manifestRevisionsDir(name, algorithm)),
   ];
-  const fp = { hash: createHash('sha256').update('tokens\n'), settled: true };
+  fp.hash.update(`${layers.names.join('/')}\n${revisions.names.join('/')}\n`);
   for (const dir of dirs) {
     let token: string | undefined;
     try {
@@ -182,16 +188,23 @@ function addFile(fp: { hash: Hash; settled: boolean }, path: string, size: numbe
  * `_berth/schedule/reconcile.json`), a full one at most once per FULL_PASS_MS.
  */
 export function reconcileTask(driver: StorageDriver, index: MetadataIndex, interval: number, clock: Clock, logger: Pick<Logger, 'info' | 'warn' | 'debug'>, done?: (summary: ReconcileSummary) => void): PeriodicTask {
+  let lastEnded = -Infinity;
+  let lastDuration = 0;
   return sharedPass(driver, clock, logger, {
     name: 'index reconciliation',
     stateName: 'reconcile',
     interval,
     async run(signal) {
       const started = clock.now();
+      // a pass longer than the interval leaves as much time idle after it as it took: the
+      // reconciler keeps at most half of a core busy on a registry too large for its interval
+      if (started - lastEnded < lastDuration) return;
       const lastFull = Date.parse((await index.state(FULL_PASS_KEY)) ?? '');
       const full = !(started - lastFull < FULL_PASS_MS);
       const summary = await reconcileIndex(driver, index, { full, signal, failed: (name, err) => logger.warn({ err, repository: name }, 'index reconciliation: could not reconcile a repository (the next pass tries again)') });
       if (full) await index.setState(FULL_PASS_KEY, new Date(started).toISOString());
+      lastEnded = clock.now();
+      lastDuration = lastEnded - started;
       done?.(summary);
       const fields = { ...summary, full, durationMs: clock.now() - started };
       if (summary.read + summary.dropped + summary.failed > 0) logger.info(fields, 'index reconciliation done');
