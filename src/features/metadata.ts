@@ -11,7 +11,7 @@ import type { Feature } from './feature.js';
 
 export interface MetadataConfig {
   storage: { filesystem?: { rootdirectory: string } };
-  metadata?: { enabled: boolean; sqlite?: { path?: string }; postgres?: { url: string }; reconcile?: { interval: number } };
+  metadata?: { enabled: boolean; sqlite?: { path?: string }; postgres?: { url: string }; reconcile?: { interval?: number } };
 }
 
 /** the file of the embedded database when metadata.sqlite.path is not set: beside `docker/` in the root, where Distribution never looks */
