@@ -3,7 +3,8 @@
  * holds, repository by repository, so a write the index was not told of (a crash between the
  * storage write and the index write, a write by Distribution on a shared root, a pass of an
  * instance without the index) shows within one interval. It reuses the rebuild's reading
- * (facts.ts) and writing (MetadataIndex.replaceRepository, dropRepository).
+ * (facts.ts), comparison (verify-index.ts: a repository equal to its rows is not written) and
+ * writing (MetadataIndex.replaceRepository, dropRepository).
  *
  * Incremental: a repository is read whole only when its fingerprint (a hash of what storage says
  * about its directories without reading a file, fingerprint() below) differs from the one the
@@ -28,6 +29,7 @@ import { forEach, mapLimited } from '../pool.js';
 import { sharedPass } from '../shared-schedule.js';
 import { readRepositoryFacts } from './facts.js';
 import { inStorage } from './reindex.js';
+import { compareRepository } from './verify-index.js';
 
 /** repositories fingerprinted and read at once */
 export const RECONCILE_REPOSITORIES = 8;
@@ -55,7 +57,7 @@ export interface ReconcileOptions {
 export interface ReconcileSummary {
   /** repositories in storage */
   repositories: number;
-  /** read whole and written to the index */
+  /** read whole (and written to the index where it differed) */
   read: number;
   /** unchanged since the last read: skipped */
   skipped: number;
@@ -89,7 +91,11 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
         summary.deferred++;
         return;
       }
-      await index.replaceRepository(facts, facts.hasManifests);
+      const rows = await index.readRepository(name);
+      let differs = !rows;
+      if (rows) compareRepository(facts, rows, () => (differs = true));
+      // equal already (most repositories of a full pass): nothing to write
+      if (differs) await index.replaceRepository(facts, facts.hasManifests);
       if (before.settled) await versions.set(name, before.version);
       else await versions.forget(name);
       summary.read++;
