@@ -93,7 +93,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const notifier = new Notifier(config.notifications, logger, { clock: scheduler.clock });
   const monitor = enabled.find((parts) => parts.health)?.health;
   const figures = () => Object.assign({}, ...enabled.map((parts) => parts.figures?.() ?? {}));
-  const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor), figures };
+  const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor), figures, index: enabled.find((parts) => parts.repositorySink)?.repositorySink };
   for (const parts of enabled) parts.attach?.(running);
 
   const sharedCache = enabled.find((parts) => parts.sharedCache)?.sharedCache;
@@ -143,6 +143,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       catalogCursors: new CatalogCursors(secret),
       urls: new URLBuilder({ host: config.http.host, prefix, relative: config.http.relativeurls }),
       events: notifier,
+      pulls: enabled.find((parts) => parts.pulls)?.pulls,
       requestMetrics: enabled.find((parts) => parts.requestMetrics)?.requestMetrics,
       health: monitor,
       readiness: running.readiness,

@@ -7,7 +7,9 @@ import { startupDone } from '../runtime/startup-heap.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { createLogger } from '../log.js';
+import { openMetadataIndex } from '../features/metadata.js';
 import { collectGarbage, summaryLine } from '../registry/gc/index.js';
+import type { RepositorySink } from '../registry/indexing/sink.js';
 import type { StorageDriver } from '../storage/driver.js';
 import { parseCollectArgs } from './garbage-collect-args.js';
 import { progressLine } from './progress.js';
@@ -27,15 +29,18 @@ export async function garbageCollect(argv: string[]): Promise<number> {
     return 1;
   }
   const driver = await commandDriver(config);
+  // the index hears of every repository the collection changes, as the running registry's would
+  const index = config.metadata?.enabled && !args.dryRun ? await openMetadataIndex(config) : undefined;
   try {
     await driver.ready?.();
-    if (args.retention) await retentionBeforeCollection(driver, config, args);
-    if (!config.storage.maintenance.readonly.enabled && !args.dryRun) return await collectBesideInstances(driver, config, args);
+    if (args.retention) await retentionBeforeCollection(driver, config, args, index);
+    if (!config.storage.maintenance.readonly.enabled && !args.dryRun) return await collectBesideInstances(driver, config, args, index);
     const progress = progressLine();
-    const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => progress.print(line), progress: progress.update });
+    const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => progress.print(line), progress: progress.update, index });
     progress.done();
     console.log(summaryLine(summary, args.dryRun));
   } finally {
+    await index?.close();
     await driver.close?.();
   }
   return 0;
@@ -47,7 +52,7 @@ export async function garbageCollect(argv: string[]): Promise<number> {
  * storage.maintenance.gc.delay). It does not wait for the instances' shared schedule: a second
  * collection at the same time is safe, it only repeats work.
  */
-async function collectBesideInstances(driver: StorageDriver, config: Config, args: { deleteUntagged: boolean; quiet: boolean }): Promise<number> {
+async function collectBesideInstances(driver: StorageDriver, config: Config, args: { deleteUntagged: boolean; quiet: boolean }, index?: RepositorySink): Promise<number> {
   const { collectOnline } = await import('../registry/gc/online.js');
   const { onlineLine } = await import('../registry/gc/task.js');
   const delayMs = config.storage.maintenance.gc.delay;
@@ -56,13 +61,13 @@ async function collectBesideInstances(driver: StorageDriver, config: Config, arg
       `(what was unused for storage.maintenance.gc.delay, ${delayMs / 1000}s, goes to the trash, and a later run deletes it from there). ` +
       'With every registry stopped or read-only, run with storage.maintenance.readonly.enabled: true to delete at once.',
   );
-  const summary = await collectOnline(driver, { delayMs, dryRun: false, deleteUntagged: args.deleteUntagged, report: args.quiet ? undefined : (line) => console.log(line) });
+  const summary = await collectOnline(driver, { delayMs, dryRun: false, deleteUntagged: args.deleteUntagged, report: args.quiet ? undefined : (line) => console.log(line), index });
   console.log(onlineLine(summary, false, args.deleteUntagged));
   return 0;
 }
 
 /** `--retention`: the policies' deletions, their delete events delivered before the collection starts */
-async function retentionBeforeCollection(driver: StorageDriver, config: Config, args: { dryRun: boolean; quiet: boolean }): Promise<void> {
+async function retentionBeforeCollection(driver: StorageDriver, config: Config, args: { dryRun: boolean; quiet: boolean }, index?: RepositorySink): Promise<void> {
   const { applyRetention, retentionLine } = await import('../registry/retention/index.js');
   const { compilePolicies } = await import('../registry/retention/policy.js');
   const { Notifier } = await import('../notifications/notifier.js');
@@ -73,6 +78,7 @@ async function retentionBeforeCollection(driver: StorageDriver, config: Config, 
     dryRun: args.dryRun,
     events: notifier,
     report: args.quiet ? undefined : (line) => console.log(line),
+    index,
   });
   console.log(retentionLine(summary, args.dryRun));
   await notifier.close(config.http.draintimeout);

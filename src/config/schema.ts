@@ -683,6 +683,9 @@ const metadata = z
   .strictObject({
     enabled: bool.default(true),
     sqlite: z.strictObject({ path: z.string().min(1).optional() }).optional(),
+    /** the reconciler (src/registry/indexing/reconcile.ts): a pass over storage every interval, by one instance */
+    // no default filled in here (features/metadata.ts has it): the validated block stays one a configuration file can hold
+    reconcile: z.strictObject({ interval: duration.refine((ms) => ms > 0, { message: 'expected a duration above 0, e.g. "1m"' }).optional() }).optional(),
     postgres: z
       .strictObject({
         url: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'expected a PostgreSQL connection URL, e.g. "postgres://berth:secret@db.example:5432/berth"'),

@@ -38,7 +38,7 @@ export const expiryFeature: Feature<ExpiryConfig> = {
     const { ttlOf, all } = proxyTTLs(config.proxy);
     return {
       attach(running) {
-        scheduler.every(expiryTask(running.driver, { ttlOf, passInterval: passInterval(Math.min(...all)) }, scheduler.clock, logger.child({ component: 'expiry' })));
+        scheduler.every(expiryTask(running.driver, { ttlOf, passInterval: passInterval(Math.min(...all)) }, scheduler.clock, logger.child({ component: 'expiry' }), running.index));
       },
     };
   },

@@ -14,10 +14,11 @@ import type { HealthMonitor } from '../health/monitor.js';
 import type { Readiness } from '../health/readiness.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { BlobGuard, BlobStore } from '../registry/blobs.js';
+import type { PullSink } from '../registry/activity.js';
 import type { ContentSource } from '../registry/content.js';
 import type { ManifestStore } from '../registry/manifest-store.js';
 import type { SharedCache } from '../registry/cache/shared-cache.js';
-import type { IndexSink } from '../registry/indexing/sink.js';
+import type { IndexSink, RepositorySink } from '../registry/indexing/sink.js';
 import type { ListingSource } from '../registry/indexing/listing-source.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
@@ -38,6 +39,8 @@ export interface Running {
   readiness: Readiness;
   /** every feature's figures, for /debug/vars and Prometheus */
   figures(): Figures;
+  /** the metadata index, for the passes outside the request path to tell of the repositories they changed */
+  index?: RepositorySink;
 }
 
 /** sections of numbers a feature reports, e.g. { gc: { lastDurationSeconds: 1.2 } } */
@@ -75,6 +78,10 @@ export interface FeatureParts {
   indexSink?: IndexSink;
   /** the metadata index's listings, which the catalog and the tag store ask before storage */
   listingSource?: ListingSource;
+  /** the same index, told by the passes outside the request path of each repository they changed */
+  repositorySink?: RepositorySink;
+  /** counts GETs of manifests (the edge calls it after a 200 to a GET) */
+  pulls?: PullSink;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */

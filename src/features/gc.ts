@@ -41,7 +41,7 @@ export const gcFeature: Feature<GcConfig> = {
     const last = { runs: 0, lastDurationSeconds: 0, lastBlobsFreed: 0, lastBytesFreed: 0, lastBlobsTrashed: 0, lastBytesTrashed: 0, lastBlobsRestored: 0, lastManifestsDeleted: 0, lastManifestsRestored: 0, lastFinishedSeconds: 0 };
     const parts: FeatureParts = {
       ...guard,
-      attach({ driver }) {
+      attach({ driver, index }) {
         scheduler.every(
           collectionTask(driver, settings, scheduler.clock, logger, (summary) => {
             Object.assign(last, {
@@ -56,7 +56,7 @@ export const gcFeature: Feature<GcConfig> = {
               lastManifestsRestored: summary.manifestsRestored,
               lastFinishedSeconds: scheduler.clock.now() / 1000,
             });
-          }),
+          }, undefined, index),
         );
       },
       figures: () => ({ gc: { ...last } }),

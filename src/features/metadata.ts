@@ -11,11 +11,14 @@ import type { Feature } from './feature.js';
 
 export interface MetadataConfig {
   storage: { filesystem?: { rootdirectory: string } };
-  metadata?: { enabled: boolean; sqlite?: { path?: string }; postgres?: { url: string; poolsize?: number; connecttimeout?: number; statementtimeout?: number } };
+  metadata?: { enabled: boolean; sqlite?: { path?: string }; postgres?: { url: string; poolsize?: number; connecttimeout?: number; statementtimeout?: number }; reconcile?: { interval?: number } };
 }
 
 /** the file of the embedded database when metadata.sqlite.path is not set: beside `docker/` in the root, where Distribution never looks */
 export const DEFAULT_SQLITE_FILE = 'berth/metadata.sqlite';
+
+/** metadata.reconcile.interval's default (docs/decisions.md, "The reconciler's interval") */
+export const DEFAULT_RECONCILE_MS = 60_000;
 
 /** which database the configuration names (the schema checked that one can be named) */
 export function metadataConnection(config: MetadataConfig): MetadataConnection {
@@ -50,19 +53,47 @@ export const metadataFeature: Feature<MetadataConfig> = {
   enabled: (config) => config.metadata?.enabled === true,
   async load(config, { scheduler, logger }) {
     const index = await openMetadataIndex(config, () => scheduler.clock.now());
-    const [{ IndexListings }, { ListingSource }, { REBUILT_KEY }, { buildIndexAtStartup }] = await Promise.all([
+    const [{ IndexListings }, { ListingSource }, { REBUILT_KEY }, { buildIndexAtStartup }, { reconcileTask }, { PullCounts, FLUSH_MS }] = await Promise.all([
       import('../metadata/listings.js'),
       import('../registry/indexing/listing-source.js'),
       import('../metadata/metadata-index.js'),
       import('../registry/indexing/startup-build.js'),
+      import('../registry/indexing/reconcile.js'),
+      import('../metadata/pulls.js'),
     ]);
     const listingSource = new ListingSource(new IndexListings(index.db), async () => (await index.state(REBUILT_KEY)) !== undefined, logger);
+    const flushFailed = (err: unknown) => logger.warn({ err }, 'could not write pull counts to the metadata index (kept for the next flush)');
+    const pulls = new PullCounts(index.db, () => scheduler.clock.now(), flushFailed);
+    // every process flushes its own counts (a worker other than the first runs no scheduled task, so this is a timer of its own on the clock)
+    let closing = false;
+    let stopFlushing = () => {};
+    const flushLater = () => {
+      if (!closing) stopFlushing = scheduler.clock.after(FLUSH_MS, () => void pulls.flush().catch(flushFailed).finally(flushLater));
+    };
+    flushLater();
+    const last = { passes: 0, lastRead: 0, lastSkipped: 0, lastDropped: 0, lastFailed: 0, lastFinishedSeconds: 0 };
     return {
       indexSink: index,
+      repositorySink: index,
       listingSource,
+      pulls,
+      attach({ driver }) {
+        // storage written without the index telling (a crash, Distribution on a shared root) shows within the interval
+        scheduler.every(
+          reconcileTask(driver, index, config.metadata?.reconcile?.interval ?? DEFAULT_RECONCILE_MS, scheduler.clock, logger.child({ component: 'reconcile' }), (summary) =>
+            Object.assign(last, { passes: last.passes + 1, lastRead: summary.read, lastSkipped: summary.skipped, lastDropped: summary.dropped, lastFailed: summary.failed, lastFinishedSeconds: scheduler.clock.now() / 1000 }),
+          ),
+        );
+      },
       // once the registry listens: storage answers the listings until the index is built
       listening: ({ driver }) => buildIndexAtStartup({ driver, index, source: listingSource, scheduler, logger }),
-      close: () => index.close(),
+      figures: () => ({ reconcile: { ...last } }),
+      async close() {
+        closing = true;
+        stopFlushing();
+        await pulls.flush().catch((err: unknown) => logger.warn({ err }, 'could not write the last pull counts to the metadata index'));
+        await index.close();
+      },
     };
   },
 };

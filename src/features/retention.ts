@@ -24,7 +24,7 @@ export const retentionFeature: Feature<RetentionConfig> = {
     const retention = config.storage.maintenance.retention!;
     return {
       attach(running) {
-        scheduler.every(retentionTask(running.driver, retention, running.notifier, scheduler.clock, logger.child({ component: 'retention' })));
+        scheduler.every(retentionTask(running.driver, retention, running.notifier, scheduler.clock, logger.child({ component: 'retention' }), running.index));
       },
     };
   },

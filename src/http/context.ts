@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Auth } from '../auth/index.js';
 import type { Readiness } from '../health/readiness.js';
 import type { EventSink } from '../notifications/events.js';
+import type { PullSink } from '../registry/activity.js';
 import type { BlobStore } from '../registry/blobs.js';
 import type { Catalog } from '../registry/catalog.js';
 import type { ContentSource } from '../registry/content.js';
@@ -30,6 +31,8 @@ export interface Services {
   urls: URLBuilder;
   /** notifications: handlers report what they did here (never awaited) */
   events: EventSink;
+  /** pull counts in the metadata index, when it is on: a GET of a manifest is reported here (never awaited) */
+  pulls?: PullSink;
   /** Prometheus request metrics (http.debug.prometheus), when enabled */
   requestMetrics?: RequestMetrics;
   /** the configured health checks: while one fails, every request answers 503 */

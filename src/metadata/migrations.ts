@@ -135,12 +135,26 @@ export function textKey(engine: Engine) {
   return engine === 'postgres' ? sql`text collate "C"` : sql`text`;
 }
 
+/** the reconciler's record of what each repository looked like in storage when it last read it (registry/indexing/reconcile.ts) */
+function storageVersions(engine: Engine): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('repository_versions')
+        .addColumn('repository', textKey(engine), (c) => c.primaryKey())
+        .addColumn('version', 'text', (c) => c.notNull())
+        .execute();
+    },
+  };
+}
+
 export function migrator(db: Kysely<any>, engine: Engine): Migrator {
   const provider: MigrationProvider = {
     getMigrations: async () => ({
       '0001_initial': initial(engine),
       '0002_byte_order': byteOrder(engine),
       '0003_listings': listings(engine),
+      '0005_repository_versions': storageVersions(engine),
     }),
   };
   return new Migrator({ db, provider });

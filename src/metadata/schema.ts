@@ -58,6 +58,12 @@ export interface IndexStateTable {
   value: string;
 }
 
+/** the reconciler's fingerprint of a repository in storage when it last read it (only the reconciler reads or writes it) */
+export interface RepositoryVersionsTable {
+  repository: string;
+  version: string;
+}
+
 export interface Database {
   repositories: RepositoriesTable;
   manifests: ManifestsTable;
@@ -66,4 +72,5 @@ export interface Database {
   blobs: BlobsTable;
   repository_blobs: RepositoryBlobsTable;
   index_state: IndexStateTable;
+  repository_versions: RepositoryVersionsTable;
 }

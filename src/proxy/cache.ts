@@ -31,6 +31,7 @@ import type { ManifestStore, Reference, StoredManifest } from '../registry/manif
 import { MANIFEST_LIMIT, MediaTypes, parseManifest, supportedManifestMediaTypes, type Descriptor } from '../registry/manifests/index.js';
 import { mapLimited } from '../registry/pool.js';
 import { pageOf } from '../registry/pages.js';
+import type { LateConfigs } from '../registry/indexing/late-configs.js';
 import type { BlobFetches } from './blob-fetch.js';
 import type { ProxyStats } from './stats.js';
 import { describe, isUpstreamFailure, rethrowUpstream, UpstreamError } from './errors.js';
@@ -65,6 +66,8 @@ export class PullThroughCache implements ContentSource {
     private readonly logger: Logger,
     private readonly timeouts: CacheTimeouts,
     private readonly stats: ProxyStats,
+    /** with the metadata index: manifests fetched before their image configuration, described again once it is */
+    private readonly lateConfigs?: LateConfigs,
   ) {}
 
   async manifest(name: string, reference: Reference): Promise<StoredManifest> {
@@ -123,7 +126,13 @@ export class PullThroughCache implements ContentSource {
       }
     }
     this.stats.blobMisses++;
-    if (!range) return this.fetches.open(name, digest);
+    if (!range) {
+      const body = await this.fetches.open(name, digest);
+      const late = this.lateConfigs;
+      // the whole body was served: the blob is stored (a configuration a manifest's record waited for, maybe)
+      if (late) body.once('end', () => late.blobFilled(name, digest).catch((err: unknown) => this.logger.warn({ err, repository: name, digest }, 'could not describe a cached manifest again in the metadata index (the reconciler will)')));
+      return body;
+    }
     return this.upstreamRange(name, digest, range).catch(rethrowUpstream(`blob ${digest}`));
   }
 
@@ -263,6 +272,7 @@ export class PullThroughCache implements ContentSource {
     });
     if (isDigest(ref) && parsed.digest !== ref) throw this.badManifest(name, what, `its digest is ${parsed.digest}, not ${ref}`);
     await this.manifests.put(name, reference, contentType, body);
+    await this.lateConfigs?.manifestFilled(name, parsed.digest, body);
     this.stats.manifestMisses++;
     this.stats.manifestBytesFetched += body.length;
     this.logger.info({ repository: name, reference: 'tag' in reference ? reference.tag : reference.digest, digest: parsed.digest }, 'fetched manifest from the upstream');

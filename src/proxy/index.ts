@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { BlobStore } from '../registry/blobs.js';
 import type { ContentSource } from '../registry/content.js';
 import { ManifestStore } from '../registry/manifest-store.js';
+import { LateConfigs } from '../registry/indexing/late-configs.js';
 import type { IndexSink } from '../registry/indexing/sink.js';
 import type { TagStore } from '../registry/tags.js';
 import type { UploadSessions } from '../registry/uploads.js';
@@ -80,7 +81,8 @@ function pullThroughCache(options: ProxyOptions, core: Core, stored: ContentSour
   const upstream = new Upstream({ ...options, ...PROXY_TIMEOUTS }, logger);
   const manifests = new ManifestStore(core.driver, core.blobs, core.tags, { cachedFromUpstream: true, index: core.index });
   const fetches = new BlobFetches(upstream, core.uploads, core.blobs, logger, PROXY_TIMEOUTS, stats);
-  return new PullThroughCache(upstream, stored, manifests, core.blobs, fetches, logger, PROXY_TIMEOUTS, stats);
+  const lateConfigs = core.index && new LateConfigs(core.driver, core.index);
+  return new PullThroughCache(upstream, stored, manifests, core.blobs, fetches, logger, PROXY_TIMEOUTS, stats, lateConfigs);
 }
 
 /** the message of every write's 405 with a single upstream */

@@ -53,6 +53,11 @@ export function lastUsed(activity: Activity): number | undefined {
   return times.length === 0 ? undefined : Math.max(...times);
 }
 
+/** counts GETs of manifests for the metadata index (metadata/pulls.ts): synchronous, nothing awaited */
+export interface PullSink {
+  pulled(name: string, digest: string): void;
+}
+
 export interface PullRecorderOptions {
   /** a revision's pull is written at most once per this many ms (by this process) */
   interval: number;

@@ -35,6 +35,13 @@ describe('metadata configuration', () => {
     assert.match(problems({ sqlite: { path: '' } }), /^metadata\.sqlite\.path: /);
     assert.match(problems({ sqlite: { file: 'x' } }), /metadata\.sqlite/);
     assert.match(problems({}, { inmemory: {} }), /^metadata\.sqlite\.path: set the file of the metadata database/);
+    assert.match(problems({ reconcile: { interval: '0s' } }), /^metadata\.reconcile\.interval: expected a duration above 0/);
+    assert.match(problems({ reconcile: { interval: 'soon' } }), /^metadata\.reconcile\.interval: expected a duration such as/);
+  });
+
+  it("takes the reconciler's interval as a duration (default 1m, filled in by the feature)", () => {
+    assert.equal(config({ reconcile: { interval: '30s' } }).metadata?.reconcile?.interval, 30_000);
+    assert.equal(config({}).metadata?.reconcile, undefined);
   });
 
   it("PostgreSQL's pool settings reach the connection; unset, open.ts's defaults apply; each mistake names its key", () => {

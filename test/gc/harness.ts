@@ -39,9 +39,13 @@ export interface Store {
   stop(): Promise<void>;
 }
 
-/** a berth on fresh storage, or on a given filesystem root or S3 parameters (a root shared with Distribution) */
-export async function startStore(kind: StoreKind, options: { root?: string; s3?: Overrides } = {}): Promise<Store> {
-  const berth = await startBerth({}, { driver: kind, ...options });
+/**
+ * a berth on fresh storage, or on a given filesystem root or S3 parameters (a root shared with
+ * Distribution); `metadata`: its metadata index, which the collection command tells too
+ */
+export async function startStore(kind: StoreKind, options: { root?: string; s3?: Overrides; metadata?: Overrides } = {}): Promise<Store> {
+  const { metadata, ...where } = options;
+  const berth = await startBerth(metadata ? { metadata } : {}, { driver: kind, ...where });
   const driver = berth.app.driver;
   const configDir = await mkdtemp(join(tmpdir(), 'berth-gc-conf-'));
   const storage = kind === 'filesystem' ? { filesystem: { rootdirectory: berth.root } } : { s3: berth.s3 };
@@ -50,7 +54,7 @@ export async function startStore(kind: StoreKind, options: { root?: string; s3?:
     async collect(args, options = {}) {
       if (kind === 'inmemory') return collectInProcess(berth, args);
       const file = join(configDir, 'config.yml');
-      await writeFile(file, stringify({ version: '0.1', log: { level: 'error' }, storage: { ...storage, maintenance: { readonly: { enabled: options.readOnly ?? true } } } }));
+      await writeFile(file, stringify({ version: '0.1', log: { level: 'error' }, storage: { ...storage, maintenance: { readonly: { enabled: options.readOnly ?? true } } }, ...(metadata && { metadata }) }));
       return runCommand(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/cli.ts'), 'garbage-collect', ...args, file]);
     },
     async stored(digest) {

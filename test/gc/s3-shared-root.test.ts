@@ -1,5 +1,8 @@
 // berth's and Distribution's collections on one S3 bucket and root directory (Ceph): see shared-root.ts.
 import { randomBytes } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after } from 'node:test';
 import { CEPH_TOOLS, sharedCeph, stopSharedCeph } from '../helpers/ceph.js';
 import { needTools } from '../helpers/tools.js';
@@ -11,7 +14,9 @@ describeSharedRoot(
   async () => {
     const { ceph, bucket } = await sharedCeph();
     const params = ceph.params(bucket, { rootdirectory: `/gc-${randomBytes(6).toString('hex')}` });
-    return { kind: 's3', ref: { config: { storage: { filesystem: undefined, s3: { ...params, v4auth: true } } } }, berth: { s3: params } };
+    // the metadata index on SQLite beside the test (S3 has no default place for it)
+    const metadata = { sqlite: { path: join(await mkdtemp(join(tmpdir(), 'berth-gc-index-')), 'metadata.sqlite') } };
+    return { kind: 's3', ref: { config: { storage: { filesystem: undefined, s3: { ...params, v4auth: true } } } }, berth: { s3: params, metadata } };
   },
   needTools([...CEPH_TOOLS, 'docker-registry'], 'the shared-bucket collection tests'),
 );

@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Overrides } from '../helpers/berth.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
+import { indexDifferences, reconcileNow } from '../helpers/index-sync.js';
 import { REFERENCE_REGISTRY_BIN, startReferenceRegistry, type ReferenceRegistry } from '../helpers/reference-registry.js';
 import { assertServed, manifestStatus, runCommand, startStore, summaryOf, type Store } from './harness.js';
 
@@ -32,7 +33,7 @@ async function deleteManifest(base: string, name: string, digest: string): Promi
 }
 
 /** `storage`: the shared storage for Distribution's configuration and berth's */
-export function describeSharedRoot(label: string, storage: () => Promise<{ kind: 'filesystem' | 's3'; ref: Overrides; berth: { root?: string; s3?: Overrides } }>, options: { skip?: string | false } = {}): void {
+export function describeSharedRoot(label: string, storage: () => Promise<{ kind: 'filesystem' | 's3'; ref: Overrides; berth: { root?: string; s3?: Overrides; metadata?: Overrides } }>, options: { skip?: string | false } = {}): void {
   describe(`garbage-collect on a root shared with Distribution (${label})`, { skip: options.skip ?? false }, () => {
     let ref: ReferenceRegistry;
     let store: Store;
@@ -41,12 +42,23 @@ export function describeSharedRoot(label: string, storage: () => Promise<{ kind:
     before(async () => {
       const shared = await storage();
       ref = await startReferenceRegistry({ deleteEnabled: true, ...shared.ref });
-      store = await startStore(shared.kind, shared.berth.root === undefined && shared.kind === 'filesystem' ? { root: ref.rootdirectory } : shared.berth);
+      // with the metadata index on (the default block: SQLite in the root, or the file the storage names)
+      store = await startStore(shared.kind, shared.berth.root === undefined && shared.kind === 'filesystem' ? { root: ref.rootdirectory, metadata: {} } : shared.berth);
     });
     after(async () => {
       await store?.stop();
       await ref?.stop();
     });
+
+    /**
+     * berth's index equals storage once its reconciler ran over what Distribution wrote (`berth
+     * verify --index` finds nothing); `full` after Distribution's collection, which deletes blobs'
+     * content under their links (no repository directory shows that: the reconciler's full pass reads it)
+     */
+    async function assertIndexed(full = false): Promise<void> {
+      await reconcileNow(store.berth, { full });
+      assert.deepEqual(await indexDifferences(store.berth), []);
+    }
 
     async function assertAllServed(): Promise<void> {
       for (const base of [store.berth.url, ref.url]) {
@@ -86,6 +98,7 @@ export function describeSharedRoot(label: string, storage: () => Promise<{ kind:
       const untagged = await distributionCollect(ref, ['--dry-run', '--delete-untagged']);
       assert.deepEqual(untagged.manifests, [...index.children.map((c) => c.digest), sbom.digest].sort());
       await assertAllServed();
+      await assertIndexed();
     });
 
     it("Distribution collects; berth serves what it kept and finds nothing more to delete", async () => {
@@ -106,6 +119,7 @@ export function describeSharedRoot(label: string, storage: () => Promise<{ kind:
       assert.equal(dry.code, 0, dry.stderr);
       const { manifests, blobs } = summaryOf(dry);
       assert.deepEqual({ manifests, blobs }, { manifests: 0, blobs: 0 }, dry.stdout);
+      await assertIndexed(true);
     });
   });
 }

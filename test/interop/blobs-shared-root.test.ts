@@ -13,6 +13,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { indexDifferences, reconcileNow } from '../helpers/index-sync.js';
 import { randomBlob, sha256 } from '../helpers/blobs.js';
 import { startReferenceRegistry, type ReferenceRegistry } from '../helpers/reference-registry.js';
 import { assertTool, needTool } from '../helpers/tools.js';
@@ -163,7 +164,7 @@ describe(
     before(async () => {
       assertTool('docker-registry', 'the shared-root interop test'); // fails clearly in CI when missing
       root = await mkdtemp(join(tmpdir(), 'berth-interop-root-'));
-      berth = await startBerth({}, { root }); // deletes enabled by the test default
+      berth = await startBerth({ metadata: {} }, { root }); // deletes enabled by the test default
       ref = await startReferenceRegistry({ rootdirectory: root, deleteEnabled: true, config: { log: { level: 'warn' } } });
       assert.notEqual(new URL(berth.url).port, String(ref.port));
     });
@@ -380,6 +381,11 @@ describe(
       it('pushed to and deleted on the reference: 404 on berth', () => pushServeDelete('reference', 'reference', 'interop/del-ref-ref'));
       it('pushed to the reference, deleted on berth: 404 on both', () => pushServeDelete('reference', 'berth', 'interop/del-ref-berth'));
       it('pushed to berth, deleted on the reference: 404 on both', () => pushServeDelete('berth', 'reference', 'interop/del-berth-ref'));
+    });
+
+    it("berth's metadata index equals storage once its reconciler ran over the reference's pushes, mounts and deletes", async () => {
+      await reconcileNow(berth!);
+      assert.deepEqual(await indexDifferences(berth!), []);
     });
   },
 );

@@ -32,6 +32,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { indexDifferences, reconcileNow } from '../helpers/index-sync.js';
 import { pushBlob, randomBlob, sha256 } from '../helpers/blobs.js';
 import { startReferenceRegistry, type ReferenceRegistry } from '../helpers/reference-registry.js';
 import { assertTool, needTool } from '../helpers/tools.js';
@@ -218,6 +219,8 @@ async function assertManifestUnknown(base: string, kind: Kind, repo: string, ref
  * `"tags": null` for a repository whose tags were all deleted.
  */
 async function listTags(base: string, kind: Kind, repo: string): Promise<string[] | undefined> {
+  // berth lists from its metadata index: what Distribution wrote is there once the reconciler ran
+  if (kind === 'berth' && indexed) await reconcileNow(indexed);
   const res = await fetch(`${base}/v2/${repo}/tags/list`);
   const text = await res.text();
   if (kind === 'berth' && res.status === 405) {
@@ -235,6 +238,9 @@ async function assertTagListed(base: string, kind: Kind, repo: string, tag: stri
   if (tags === undefined) return; // berth's tags/list is not implemented yet
   assert.equal(tags.includes(tag), listed, `${tag} ${listed ? 'in' : 'not in'} the tags of ${repo} on ${kind}: ${JSON.stringify(tags)}`);
 }
+
+/** the berth under test, whose reconciler runs before berth lists tags */
+let indexed: TestRegistry | undefined;
 
 async function exists(path: string): Promise<boolean> {
   try {
@@ -293,7 +299,8 @@ describe(
     before(async () => {
       assertTool('docker-registry', 'the shared-root interop test'); // fails clearly in CI when missing
       root = await mkdtemp(join(tmpdir(), 'berth-interop-manifests-'));
-      berth = await startBerth({}, { root }); // deletes enabled by the test default
+      berth = await startBerth({ metadata: {} }, { root }); // deletes enabled by the test default
+      indexed = berth;
       ref = await startReferenceRegistry({ rootdirectory: root, deleteEnabled: true, config: { log: { level: 'warn' } } });
       refSchema1 = await startReferenceRegistry({
         rootdirectory: root,
@@ -619,6 +626,11 @@ describe(
           }
         },
       );
+    });
+
+    it("berth's metadata index equals storage once its reconciler ran over the references' pushes and deletes", async () => {
+      await reconcileNow(berth!);
+      assert.deepEqual(await indexDifferences(berth!), []);
     });
   },
 );

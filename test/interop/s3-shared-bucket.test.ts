@@ -4,7 +4,11 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { indexDifferences, reconcileNow } from '../helpers/index-sync.js';
 import { CEPH_TOOLS, startCeph, type CephS3 } from '../helpers/ceph.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
 import { startReferenceRegistry, type ReferenceRegistry } from '../helpers/reference-registry.js';
@@ -14,16 +18,20 @@ describe('berth and the reference registry on one S3 bucket', needTools([...CEPH
   let ceph: CephS3;
   let ref: ReferenceRegistry;
   let berth: TestRegistry;
+  let indexDir: string | undefined;
   before(async () => {
     ceph = await startCeph();
     const params = ceph.params(await ceph.createBucket('interop'), { rootdirectory: '/shared' });
     ref = await startReferenceRegistry({ deleteEnabled: true, config: { storage: { filesystem: undefined, s3: { ...params, v4auth: true } } } });
-    berth = await startBerth({}, { driver: 's3', s3: params });
+    // the metadata index on SQLite beside the test (S3 has no default place for it)
+    indexDir = await mkdtemp(join(tmpdir(), 'berth-interop-index-'));
+    berth = await startBerth({ metadata: { sqlite: { path: join(indexDir, 'metadata.sqlite') } } }, { driver: 's3', s3: params });
   });
   after(async () => {
     await berth?.stop();
     await ref?.stop();
     await ceph?.stop();
+    if (indexDir) await rm(indexDir, { recursive: true, force: true });
   });
 
   async function assertPulled(base: string, name: string, image: Image, reference: string): Promise<void> {
@@ -45,6 +53,7 @@ describe('berth and the reference registry on one S3 bucket', needTools([...CEPH
     const image = buildImage('docker-v2', { layers: 2 });
     await pushImageOK(ref.url, 'interop/from-ref', image, 'v1');
     await assertPulled(berth.url, 'interop/from-ref', image, 'v1');
+    await reconcileNow(berth); // the pass berth's scheduler runs every metadata.reconcile.interval: Distribution's push in the index
     const tags = (await (await fetch(`${berth.url}/v2/interop/from-ref/tags/list`)).json()) as { tags: string[] };
     assert.deepEqual(tags.tags, ['v1']);
   });
@@ -53,5 +62,6 @@ describe('berth and the reference registry on one S3 bucket', needTools([...CEPH
     const image = buildImage('oci-manifest', { layers: 2 });
     await pushImageOK(berth.url, 'interop/from-berth', image, 'v2');
     await assertPulled(ref.url, 'interop/from-berth', image, 'v2');
+    assert.deepEqual(await indexDifferences(berth), []);
   });
 });

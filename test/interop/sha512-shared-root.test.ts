@@ -16,6 +16,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { indexDifferences, reconcileNow } from '../helpers/index-sync.js';
 import { pushBlob, randomBlob, sha256, sha512 } from '../helpers/blobs.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
 import { REFERENCE_REGISTRY_BIN, startReferenceRegistry, type ReferenceRegistry } from '../helpers/reference-registry.js';
@@ -32,7 +33,7 @@ describe('a root with sha512 content beside sha256 images, shared with Distribut
   before(async () => {
     assertTool('docker-registry', 'the sha512 shared-root interop test');
     ref = await startReferenceRegistry({ deleteEnabled: true });
-    berth = await startBerth({}, { driver: 'filesystem', root: ref.rootdirectory });
+    berth = await startBerth({ metadata: {} }, { driver: 'filesystem', root: ref.rootdirectory });
     const url = berth.url;
     // sha256 images first
     const app = await pushImageOK(url, 'interop/app', buildImage('docker-v2'), 'v1');
@@ -97,5 +98,12 @@ describe('a root with sha512 content beside sha256 images, shared with Distribut
     // berth serves what it stores, by its own digest; it does not follow cross-algorithm aliases
     assert.equal((await fetch(`${berth.url}/v2/interop/direct/blobs/${blob.digest}`, { method: 'HEAD' })).status, 200);
     assert.equal((await fetch(`${berth.url}/v2/interop/direct/blobs/${sha512(blob.data)}`, { method: 'HEAD' })).status, 404);
+  });
+
+  it("berth's metadata index equals storage once its reconciler ran over Distribution's collection and pushes", async () => {
+    // Distribution's collection deleted the lone blob's content under its link, which no repository
+    // directory shows: the reconciler's full pass (once per FULL_PASS_MS) reads every repository
+    await reconcileNow(berth, { full: true });
+    assert.deepEqual(await indexDifferences(berth), []);
   });
 });

@@ -55,6 +55,7 @@ export const getManifest: Handler<ManifestRoute> = async (req, reply, route, ser
     .header('content-length', manifest.content.length);
   if (req.headers['if-none-match'] === etag) return reply.code(304).send();
   if (req.method === 'HEAD') return reply.send();
+  services.pulls?.pulled(route.name, manifest.digest);
   manifestEvent(req, services, 'pull', {
     name: route.name,
     digest: manifest.digest,

@@ -15,6 +15,8 @@ import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import { sweepBlobs, sweepRepository } from '../gc/sweep.js';
 import * as layout from '../layout.js';
+import { reindexRepository } from '../indexing/reindex.js';
+import type { RepositorySink } from '../indexing/sink.js';
 
 export interface ExpiryOptions {
   /**
@@ -28,6 +30,8 @@ export interface ExpiryOptions {
   report?: (line: string) => void;
   /** stops the pass between repositories (shutdown) */
   signal?: AbortSignal;
+  /** the metadata index, told of the repositories this pass changed */
+  index?: RepositorySink;
 }
 
 export interface ExpirySummary {
@@ -68,6 +72,7 @@ export async function expireCache(driver: StorageDriver, options: ExpiryOptions)
     const swept = await sweepRepository(driver, { ...graph, leftovers: [] }, mark, { dryRun, report, keepModifiedAfter: options.now - ttl });
     summary.manifestsExpired += swept.manifests;
     summary.tagsRemoved += staleTags.length;
+    if (options.index && !dryRun && swept.manifests + swept.layerLinks + staleTags.length > 0) await reindexRepository(driver, options.index, name);
   });
   options.signal?.throwIfAborted();
   if (longestTTL > 0) {

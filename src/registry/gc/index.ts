@@ -10,6 +10,8 @@ import { markRepository } from './mark.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from './repositories.js';
 import { sweepBlobs, sweepRepository } from './sweep.js';
+import { reindexRepository } from '../indexing/reindex.js';
+import type { RepositorySink } from '../indexing/sink.js';
 
 /** how many repositories are read, marked and swept at once */
 export const REPOSITORIES_AT_ONCE = 8;
@@ -25,6 +27,8 @@ export interface CollectOptions {
   now?: () => number;
   /** how far it got: repositories marked */
   progress?: (what: string, done: number, total?: number) => void;
+  /** the metadata index, told of the repositories whose manifests or blob links this collection changed */
+  index?: RepositorySink;
 }
 
 export interface CollectSummary {
@@ -57,6 +61,7 @@ export async function collectGarbage(driver: StorageDriver, options: CollectOpti
     summary.manifestsKept += mark.kept.size;
     summary.manifestsDeleted += swept.manifests;
     summary.layerLinksDeleted += swept.layerLinks;
+    if (options.index && !options.dryRun && swept.manifests + swept.layerLinks > 0) await reindexRepository(driver, options.index, name);
     options.progress?.('repositories marked', summary.repositories);
   });
   const blobs = await sweepBlobs(driver, marked, sweepOptions);

@@ -29,6 +29,8 @@ import { forEach } from '../pool.js';
 import { repositoryNames } from './repositories.js';
 import { readTouch, type TouchRecord } from './touch.js';
 import { collectUntagged } from './untagged.js';
+import { reindexLinking, reindexRepository } from '../indexing/reindex.js';
+import type { RepositorySink } from '../indexing/sink.js';
 
 export interface OnlineOptions {
   /** how long a blob's data or last use keeps it from being collected */
@@ -39,6 +41,8 @@ export interface OnlineOptions {
   deleteUntagged?: boolean;
   report?: (line: string) => void;
   now?: () => number;
+  /** the metadata index, told of the repositories whose manifests or blob links this collection changed */
+  index?: RepositorySink;
 }
 
 export interface OnlineSummary {
@@ -86,11 +90,15 @@ export async function collectOnline(driver: StorageDriver, options: OnlineOption
     for (const digest of untagged.deleted) report(`${name}: untagged manifest ${options.dryRun ? 'eligible for deletion' : 'deleted'}: ${digest}`);
     for (const digest of untagged.restored) report(`${name}: untagged manifest used meanwhile, restored: ${digest}`);
     markRepository(graph, true, marked, report, untagged.kept);
+    if (options.index && !options.dryRun && untagged.deleted.length + untagged.restored.length > 0) await reindexRepository(driver, options.index, name);
   });
   summary.marked = marked.size;
 
-  await emptyTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary });
-  await sweepIntoTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary });
+  // blobs whose content left blobs/ or came back: the `_layers` links to them stay, and the index counts a link only to content that is there
+  const moved = new Set<string>();
+  await emptyTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, moved });
+  await sweepIntoTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, moved });
+  if (options.index && moved.size > 0) await reindexLinking(driver, options.index, moved);
   summary.durationMs = now() - started;
   return summary;
 }
@@ -103,6 +111,8 @@ interface Pass {
   dryRun: boolean;
   report: (line: string) => void;
   summary: OnlineSummary;
+  /** digests whose content this collection moved (to the trash or back) */
+  moved: Set<string>;
 }
 
 async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> {
@@ -122,6 +132,7 @@ async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> 
       return;
     }
     if (!(await moveIfThere(driver, layout.blobData(digest), layout.gcTrashData(digest)))) return;
+    pass.moved.add(digest);
     await driver.putContent(trashedMarker(digest), Buffer.alloc(0));
     const after = await readTouch(driver, digest);
     if (after && after.token !== before?.token) {
@@ -150,7 +161,7 @@ async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
     if (pass.marked.has(digest) || pass.recent(await readTouch(driver, digest))) {
       report(`blob in use again, restored from the trash: ${digest}`);
       if (pass.dryRun) return;
-      if ((await unlessMissing(driver.stat(layout.blobData(digest)))) === undefined) await moveIfThere(driver, layout.gcTrashData(digest), layout.blobData(digest));
+      if ((await unlessMissing(driver.stat(layout.blobData(digest)))) === undefined && (await moveIfThere(driver, layout.gcTrashData(digest), layout.blobData(digest)))) pass.moved.add(digest);
       await unlessMissing(driver.delete(layout.gcTrashDir(digest)));
       summary.blobsRestored++;
       return;

@@ -8,6 +8,7 @@ import type { PeriodicTask } from '../../scheduler/scheduler.js';
 import type { StorageDriver } from '../../storage/driver.js';
 import { sharedPass } from '../shared-schedule.js';
 import { collectOnline, type OnlineSummary } from './online.js';
+import type { RepositorySink } from '../indexing/sink.js';
 
 export interface CollectionSettings {
   interval: number;
@@ -26,6 +27,7 @@ export function collectionTask(
   logger: Pick<Logger, 'info' | 'warn' | 'debug'>,
   done: (summary: OnlineSummary) => void,
   settleMs = CLAIM_SETTLE_MS,
+  index?: RepositorySink,
 ): PeriodicTask {
   return sharedPass(driver, clock, logger, {
     name: 'garbage collection',
@@ -33,7 +35,7 @@ export function collectionTask(
     interval: settings.interval,
     settleMs,
     async run() {
-      const summary = await collectOnline(driver, { delayMs: settings.delay, dryRun: settings.dryrun, deleteUntagged: settings.deleteuntagged });
+      const summary = await collectOnline(driver, { delayMs: settings.delay, dryRun: settings.dryrun, deleteUntagged: settings.deleteuntagged, index });
       done(summary);
       logger.info({ ...summary, dryRun: settings.dryrun }, onlineLine(summary, settings.dryrun, settings.deleteuntagged));
     },

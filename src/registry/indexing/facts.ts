@@ -54,7 +54,7 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string): 
 }
 
 /** the revision as served (the signed bytes of a signed first-generation manifest); undefined when its content is gone */
-async function readManifest(driver: StorageDriver, name: string, digest: Digest): Promise<ManifestRecord | undefined> {
+export async function readManifest(driver: StorageDriver, name: string, digest: Digest): Promise<ManifestRecord | undefined> {
   const meta = await readRevisionMeta(driver, name, digest).catch(() => undefined); // malformed: as if absent
   const content = await unlessMissing(driver.getContent(layout.blobData(meta?.signed ?? digest)));
   if (!content) return undefined;

@@ -5,7 +5,7 @@
  * retried request or a later rebuild leaves the same rows. A failure fails the request: storage
  * has the write, the index does not, and `berth index rebuild` repairs that.
  */
-import type { ManifestRecord } from '../../metadata/records.js';
+import type { ManifestRecord, RepositoryFacts } from '../../metadata/records.js';
 
 export interface IndexSink {
   manifestStored(record: ManifestRecord): Promise<void>;
@@ -16,4 +16,16 @@ export interface IndexSink {
   tagRemoved(repository: string, tag: string): Promise<void>;
   blobLinked(repository: string, digest: string, size: number): Promise<void>;
   blobUnlinked(repository: string, digest: string): Promise<void>;
+}
+
+/**
+ * What the passes outside the request path (garbage collection, retention, expiry, the proxy's
+ * fills, the reconciler) tell the index: a repository they changed, read again from storage whole
+ * (reindex.ts). MetadataIndex is one; a pass without an index is given none.
+ */
+export interface RepositorySink {
+  /** the repository's rows become `facts` (idempotent) */
+  replaceRepository(facts: RepositoryFacts, hasManifests: boolean): Promise<void>;
+  /** storage no longer has the repository */
+  dropRepository(name: string): Promise<unknown>;
 }

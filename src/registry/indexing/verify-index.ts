@@ -9,7 +9,7 @@ import type { StorageDriver } from '../../storage/driver.js';
 import type { MetadataIndex } from '../../metadata/metadata-index.js';
 import type { ManifestRecord, RepositoryFacts } from '../../metadata/records.js';
 import { repositoryNames } from '../gc/repositories.js';
-import { readRepositoryFacts } from './facts.js';
+import { readRepositoryFacts, type StoredRepository } from './facts.js';
 
 export async function verifyIndex(driver: StorageDriver, index: MetadataIndex, report: (line: string) => void): Promise<number> {
   let differences = 0;
@@ -26,15 +26,16 @@ export async function verifyIndex(driver: StorageDriver, index: MetadataIndex, r
       say(`${name}: in storage, not in the index`);
       continue;
     }
-    if (rows.hasManifests !== stored.hasManifests) say(`${name}: ${stored.hasManifests ? 'has' : 'has no'} _manifests in storage, the index says the opposite`);
     compareRepository(stored, rows, say);
   }
   for (const name of indexed) say(`${name}: in the index, not in storage`);
   return differences;
 }
 
-function compareRepository(stored: RepositoryFacts, rows: RepositoryFacts, say: (line: string) => void): void {
+/** every difference between one repository in storage and its rows, one line each (the reconciler writes only a repository that has some) */
+export function compareRepository(stored: StoredRepository, rows: RepositoryFacts & { hasManifests: boolean }, say: (line: string) => void): void {
   const name = stored.name;
+  if (rows.hasManifests !== stored.hasManifests) say(`${name}: ${stored.hasManifests ? 'has' : 'has no'} _manifests in storage, the index says the opposite`);
   const manifests = new Map(rows.manifests.map((m) => [m.digest, m]));
   for (const m of stored.manifests) {
     const row = manifests.get(m.digest);

@@ -20,6 +20,8 @@ import { collectUntagged } from '../gc/untagged.js';
 import * as layout from '../layout.js';
 import { readLink } from '../links.js';
 import { policyFor, tagsToDelete, type CompiledPolicy } from './policy.js';
+import { reindexRepository } from '../indexing/reindex.js';
+import type { RepositorySink } from '../indexing/sink.js';
 
 export interface RetentionOptions {
   policies: readonly CompiledPolicy[];
@@ -32,6 +34,8 @@ export interface RetentionOptions {
   events?: EventSink;
   /** stops the pass between repositories (shutdown) */
   signal?: AbortSignal;
+  /** the metadata index, told of the repositories whose tags or manifests this pass deleted */
+  index?: RepositorySink;
 }
 
 export interface RetentionSummary {
@@ -49,6 +53,7 @@ export async function applyRetention(driver: StorageDriver, options: RetentionOp
     const pass = new RepositoryPass(driver, name, policy, options);
     const tags = await pass.tags();
     const manifests = await pass.untagged();
+    if (options.index && !options.dryRun && tags + manifests > 0) await reindexRepository(driver, options.index, name);
     // added once both are known: `summary.n += await ...` reads summary.n before the wait and writes
     // back over what the repositories done meanwhile added
     summary.repositories++;

@@ -6,6 +6,7 @@ import type { PeriodicTask } from '../../scheduler/scheduler.js';
 import type { StorageDriver } from '../../storage/driver.js';
 import { sharedPass } from '../shared-schedule.js';
 import { applyRetention } from './index.js';
+import type { RepositorySink } from '../indexing/sink.js';
 import { compilePolicies, type RetentionPolicy } from './policy.js';
 
 export interface RetentionTaskOptions {
@@ -14,7 +15,7 @@ export interface RetentionTaskOptions {
   dryrun: boolean;
 }
 
-export function retentionTask(driver: StorageDriver, options: RetentionTaskOptions, events: EventSink, clock: Clock, logger: Logger): PeriodicTask {
+export function retentionTask(driver: StorageDriver, options: RetentionTaskOptions, events: EventSink, clock: Clock, logger: Logger, index?: RepositorySink): PeriodicTask {
   const policies = compilePolicies(options.policies);
   return sharedPass(driver, clock, logger, {
     name: 'retention',
@@ -24,7 +25,7 @@ export function retentionTask(driver: StorageDriver, options: RetentionTaskOptio
       const started = clock.now();
       // a dry run says at info level what would go; a real one at debug (its events say it too)
       const report = (line: string) => (options.dryrun ? logger.info(line) : logger.debug(line));
-      const summary = await applyRetention(driver, { policies, now: started, dryRun: options.dryrun, events, signal, report });
+      const summary = await applyRetention(driver, { policies, now: started, dryRun: options.dryrun, events, signal, report, index });
       logger.info({ ...summary, dryRun: options.dryrun, durationMs: clock.now() - started }, 'retention pass done (blobs are freed by garbage collection)');
     },
   });

@@ -1,0 +1,220 @@
+/**
+ * The reconciler (metadata.reconcile): a pass over storage that makes the index what storage
+ * holds, repository by repository, so a write the index was not told of (a crash between the
+ * storage write and the index write, a write by Distribution on a shared root, a pass of an
+ * instance without the index) shows within one interval. It reuses the rebuild's reading
+ * (facts.ts), comparison (verify-index.ts: a repository equal to its rows is not written) and
+ * writing (MetadataIndex.replaceRepository, dropRepository).
+ *
+ * Incremental: a repository is read whole only when its fingerprint (a hash of what storage says
+ * about its directories without reading a file, fingerprint() below) differs from the one the
+ * index keeps from the last read (metadata/storage-versions.ts). Memory: the names of the
+ * repositories (to find those the index has and storage no longer does) and the repositories in
+ * progress; never the whole registry. A full pass (no fingerprint trusted) runs once per
+ * FULL_PASS_MS, for what no repository directory shows: a blob's content deleted under its
+ * `_layers` link, a configuration blob arriving after its manifest.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { MetadataIndex } from '../../metadata/metadata-index.js';
+import { StorageVersions } from '../../metadata/storage-versions.js';
+import type { Clock } from '../../scheduler/clock.js';
+import type { PeriodicTask } from '../../scheduler/scheduler.js';
+import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../storage/driver.js';
+import { ALGORITHMS } from '../digest.js';
+import { READS } from '../gc/graph.js';
+import { repositoryNames } from '../gc/repositories.js';
+import * as layout from '../layout.js';
+import { forEach, mapLimited } from '../pool.js';
+import { sharedPass } from '../shared-schedule.js';
+import { readRepositoryFacts } from './facts.js';
+import { inStorage } from './reindex.js';
+import { compareRepository } from './verify-index.js';
+
+/** repositories fingerprinted and read at once */
+export const RECONCILE_REPOSITORIES = 8;
+/** a pass that trusts no fingerprint, at most this often (index_state FULL_PASS_KEY) */
+export const FULL_PASS_MS = 60 * 60_000;
+/** index_state: when the last full pass started (ISO time) */
+export const FULL_PASS_KEY = 'reconciled-full';
+/**
+ * a file changed less than this long ago (by the store's clock) leaves the fingerprint unsettled:
+ * it is not kept, so the next pass reads the repository again. Timestamps can be coarse (S3's
+ * are whole seconds; a filesystem's a few ms), and a rewrite of a link in place keeps its size.
+ */
+export const SETTLE_MS = 2_000;
+
+export interface ReconcileOptions {
+  /** read every repository, whatever its fingerprint */
+  full?: boolean;
+  signal?: AbortSignal;
+  /** a repository that could not be reconciled (the pass goes on with the others) */
+  failed?: (name: string, err: unknown) => void;
+  /** the store's time, for SETTLE_MS (default Date.now, as the filesystem driver's childrenVersion) */
+  storeNow?: () => number;
+}
+
+export interface ReconcileSummary {
+  /** repositories in storage */
+  repositories: number;
+  /** read whole (and written to the index where it differed) */
+  read: number;
+  /** unchanged since the last read: skipped */
+  skipped: number;
+  /** written to while being read: left to the next pass */
+  deferred: number;
+  /** in the index, no longer in storage: dropped */
+  dropped: number;
+  failed: number;
+}
+
+export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex, options: ReconcileOptions = {}): Promise<ReconcileSummary> {
+  const summary: ReconcileSummary = { repositories: 0, read: 0, skipped: 0, deferred: 0, dropped: 0, failed: 0 };
+  const versions = new StorageVersions(index.db);
+  const storeNow = options.storeNow ?? Date.now;
+  const seen = new Set<string>();
+  await forEach(repositoryNames(driver), RECONCILE_REPOSITORIES, async (name) => {
+    options.signal?.throwIfAborted();
+    seen.add(name);
+    summary.repositories++;
+    try {
+      const before = await fingerprint(driver, name, storeNow);
+      if (!options.full && before.settled && before.version === (await versions.get(name))) {
+        summary.skipped++;
+        return;
+      }
+      const facts = await readRepositoryFacts(driver, name);
+      // a write landed while the repository was read: what was read may be older than what that
+      // write told the index; the next pass reads it again
+      if ((await fingerprint(driver, name, storeNow)).version !== before.version) {
+        await versions.forget(name);
+        summary.deferred++;
+        return;
+      }
+      const rows = await index.readRepository(name);
+      let differs = !rows;
+      if (rows) compareRepository(facts, rows, () => (differs = true));
+      // equal already (most repositories of a full pass): nothing to write
+      if (differs) await index.replaceRepository(facts, facts.hasManifests);
+      if (before.settled) await versions.set(name, before.version);
+      else await versions.forget(name);
+      summary.read++;
+    } catch (err) {
+      summary.failed++;
+      options.failed?.(name, err);
+    }
+  });
+  options.signal?.throwIfAborted();
+  for (const name of await index.repositoryNames()) {
+    // created after the walk passed its place: it is in storage, and stays
+    if (seen.has(name) || (await inStorage(driver, name))) continue;
+    await index.dropRepository(name);
+    await versions.forget(name);
+    summary.dropped++;
+  }
+  return summary;
+}
+
+interface Fingerprint {
+  version: string;
+  /** nothing in it changed within SETTLE_MS: safe to keep and compare with later */
+  settled: boolean;
+}
+
+/**
+ * What storage says about the repository's directories without reading a file. On a driver that
+ * vouches for directories (the filesystem's childrenVersion: device, inode and mtime), the tokens
+ * of the directories whose children a write adds or removes (the repository's, the revisions',
+ * the `_layers` links', the tags'), and each tag's current link's size and time (a tag moved by
+ * Distribution is rewritten in place). Otherwise (S3, or a directory changed too recently to be
+ * vouched for) a walk of `_manifests` and `_layers` with every file's size and time, as the
+ * listings carry them (on S3 one LIST per directory, no object read).
+ */
+async function fingerprint(driver: StorageDriver, name: string, storeNow: () => number): Promise<Fingerprint> {
+  const horizon = storeNow() - SETTLE_MS;
+  return (await byDirectoryTokens(driver, name, horizon)) ?? byWalk(driver, name, horizon);
+}
+
+async function byDirectoryTokens(driver: StorageDriver, name: string, horizon: number): Promise<Fingerprint | undefined> {
+  const repository = layout.repository(name);
+  const fp = { hash: createHash('sha256').update('tokens\n'), settled: true };
+  // a driver that never vouches (S3) answers without a request: ask it before listing anything
+  if ((await unlessMissing(driver.childrenVersion(repository))) === undefined) return undefined;
+  // the algorithms' directories that exist (a listing of their parents, whose names go in the hash)
+  const [layers, revisions] = await Promise.all(
+    [`${repository}/_layers`, `${layout.manifestsDir(name)}/revisions`].map(async (parent) => ({ parent, names: (await unlessMissing(driver.listNames(parent))) ?? [] })),
+  );
+  const dirs = [
+    repository,
+    layout.tagsDir(name),
+    ...ALGORITHMS.filter((a) => layers.names.includes(a)).map((algorithm) => layout.layersDir(name, algorithm)),
+    ...ALGORITHMS.filter((a) => revisions.names.includes(a)).map((algorithm) => layout.manifestRevisionsDir(name, algorithm)),
+  ];
+  fp.hash.update(`${layers.names.join('/')}\n${revisions.names.join('/')}\n`);
+  for (const dir of dirs) {
+    let token: string | undefined;
+    try {
+      token = await driver.childrenVersion(dir);
+    } catch (err) {
+      if (!(err instanceof PathNotFoundError)) throw err;
+      token = '-';
+    }
+    if (token === undefined) return undefined; // cannot vouch for it (now, or ever)
+    fp.hash.update(`${dir}\0${token}\n`);
+  }
+  const tags = (await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [];
+  const links = await mapLimited(tags, READS, (tag) => unlessMissing(driver.stat(layout.tagCurrentLink(name, tag))));
+  tags.forEach((tag, i) => addFile(fp, tag, links[i]?.size, links[i]?.modTime.getTime(), horizon));
+  return { version: `t:${fp.hash.digest('hex')}`, settled: fp.settled };
+}
+
+async function byWalk(driver: StorageDriver, name: string, horizon: number): Promise<Fingerprint> {
+  const base = layout.repository(name);
+  const fp = { hash: createHash('sha256').update('walk\n'), settled: true };
+  await unlessMissing(
+    driver.walk(base, (info) => {
+      const relative = info.path.slice(base.length + 1);
+      const top = relative.split('/', 1)[0];
+      // the repository's own content only: not `_uploads`, not the repositories nested in it
+      if (top !== layout.MANIFESTS_DIR_NAME && top !== '_layers') return info.isDir ? 'skip' : undefined;
+      if (!info.isDir) addFile(fp, relative, info.size, info.modTime.getTime(), horizon);
+    }),
+  );
+  return { version: `w:${fp.hash.digest('hex')}`, settled: fp.settled };
+}
+
+/** the files are visited in a fixed order (walk's, or one tag at a time by name) */
+function addFile(fp: { hash: Hash; settled: boolean }, path: string, size: number | undefined, modTime: number | undefined, horizon: number): void {
+  if (modTime !== undefined && modTime > horizon) fp.settled = false;
+  fp.hash.update(`${path}\0${size ?? '-'}\0${modTime ?? '-'}\n`);
+}
+
+/**
+ * The scheduled pass: one instance at a time, every `interval` (../shared-schedule.ts,
+ * `_berth/schedule/reconcile.json`), a full one at most once per FULL_PASS_MS.
+ */
+export function reconcileTask(driver: StorageDriver, index: MetadataIndex, interval: number, clock: Clock, logger: Pick<Logger, 'info' | 'warn' | 'debug'>, done?: (summary: ReconcileSummary) => void): PeriodicTask {
+  let lastEnded = -Infinity;
+  let lastDuration = 0;
+  return sharedPass(driver, clock, logger, {
+    name: 'index reconciliation',
+    stateName: 'reconcile',
+    interval,
+    async run(signal) {
+      const started = clock.now();
+      // a pass longer than the interval leaves as much time idle after it as it took: the
+      // reconciler keeps at most half of a core busy on a registry too large for its interval
+      if (started - lastEnded < lastDuration) return;
+      const lastFull = Date.parse((await index.state(FULL_PASS_KEY)) ?? '');
+      const full = !(started - lastFull < FULL_PASS_MS);
+      const summary = await reconcileIndex(driver, index, { full, signal, failed: (name, err) => logger.warn({ err, repository: name }, 'index reconciliation: could not reconcile a repository (the next pass tries again)') });
+      if (full) await index.setState(FULL_PASS_KEY, new Date(started).toISOString());
+      lastEnded = clock.now();
+      lastDuration = lastEnded - started;
+      done?.(summary);
+      const fields = { ...summary, full, durationMs: clock.now() - started };
+      if (summary.read + summary.dropped + summary.failed > 0) logger.info(fields, 'index reconciliation done');
+      else logger.debug(fields, 'index reconciliation done: nothing changed');
+    },
+  });
+}

@@ -1,0 +1,153 @@
+/**
+ * The reconciler (src/registry/indexing/reconcile.ts) on the filesystem with SQLite: storage
+ * written behind the index's back (a registry without the index, a crash between the storage
+ * write and the index write, links rewritten in place as Distribution does) is made the index's
+ * by one pass; a repository unchanged since its last read is skipped; a repository gone from
+ * storage is dropped; and the pass runs on the registry's scheduler, every metadata.reconcile.interval.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { validateConfig } from '../../src/config/load.js';
+import { openMetadataIndex } from '../../src/features/metadata.js';
+import type { MetadataIndex } from '../../src/metadata/metadata-index.js';
+import { BlobStore } from '../../src/registry/blobs.js';
+import type { Digest } from '../../src/registry/digest.js';
+import { reconcileIndex } from '../../src/registry/indexing/reconcile.js';
+import type { IndexSink } from '../../src/registry/indexing/sink.js';
+import { verifyIndex } from '../../src/registry/indexing/verify-index.js';
+import { ManifestStore } from '../../src/registry/manifest-store.js';
+import { TagStore } from '../../src/registry/tags.js';
+import { FilesystemDriver } from '../../src/storage/filesystem.js';
+import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { buildImage, pushImageOK } from '../helpers/images.js';
+import { advanceUntil, ManualClock } from '../helpers/manual-clock.js';
+
+const REPOS = '/docker/registry/v2/repositories';
+
+let dir: string;
+const indexes: MetadataIndex[] = [];
+const registries: TestRegistry[] = [];
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'berth-reconcile-'));
+});
+after(async () => {
+  for (const index of indexes) await index.close().catch(() => undefined);
+  for (const registry of registries) await registry.stop().catch(() => undefined);
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function freshIndex(root: string): Promise<MetadataIndex> {
+  const index = await openMetadataIndex(validateConfig({ version: '0.1', storage: { filesystem: { rootdirectory: root } }, metadata: { sqlite: { path: join(root, `index-${indexes.length}.sqlite`) } } }, 'test'));
+  indexes.push(index);
+  return index;
+}
+
+async function differences(driver: FilesystemDriver, index: MetadataIndex): Promise<string[]> {
+  const lines: string[] = [];
+  await verifyIndex(driver, index, (line) => lines.push(line));
+  return lines;
+}
+
+/** the store's clock seen from later on: every file is older than the reconciler's settle time */
+const settled = () => Date.now() + 60_000;
+
+describe('the reconciler', () => {
+  it('makes the index what storage holds in one pass, then skips what did not change and reads again what did', async () => {
+    // written by a registry without the index: the index knows nothing of it
+    const registry = await startBerth({});
+    registries.push(registry);
+    const root = registry.root!;
+    const [a1, a2, b1] = [buildImage('oci-manifest'), buildImage('docker-v2'), buildImage('oci-index')];
+    await pushImageOK(registry.url, 'team/a', a1, 'v1');
+    await pushImageOK(registry.url, 'team/a', a2, 'v2');
+    await pushImageOK(registry.url, 'team/b', b1, 'latest');
+    const driver = new FilesystemDriver({ rootdirectory: root, settleMs: 0 });
+    const index = await freshIndex(root);
+    assert.equal((await differences(driver, index)).length, 2); // both repositories missing
+
+    const first = await reconcileIndex(driver, index, { storeNow: settled });
+    assert.deepEqual({ read: first.read, skipped: first.skipped, dropped: first.dropped }, { read: 2, skipped: 0, dropped: 0 });
+    assert.deepEqual(await differences(driver, index), []);
+
+    const second = await reconcileIndex(driver, index, { storeNow: settled });
+    assert.deepEqual({ read: second.read, skipped: second.skipped }, { read: 0, skipped: 2 });
+
+    // Distribution moves a tag by rewriting its link in place (same size, no new directory entry)
+    await writeFile(join(root, `${REPOS}/team/a/_manifests/tags/v1/current/link`), a2.digest);
+    const afterMove = await reconcileIndex(driver, index, { storeNow: settled });
+    assert.deepEqual({ read: afterMove.read, skipped: afterMove.skipped }, { read: 1, skipped: 1 });
+    assert.deepEqual(await differences(driver, index), []);
+    assert.equal((await index.readRepository('team/a'))?.tags.find((t) => t.name === 'v1')?.digest, a2.digest);
+
+    // a repository deleted from storage goes from the index
+    await rm(join(root, `${REPOS}/team/b`), { recursive: true });
+    const afterDelete = await reconcileIndex(driver, index, { storeNow: settled });
+    assert.equal(afterDelete.dropped, 1);
+    assert.deepEqual(await index.repositoryNames(), ['team/a']);
+    assert.deepEqual(await differences(driver, index), []);
+  });
+
+  it('does not trust a fingerprint of files changed within the settle time: the next pass reads the repository again', async () => {
+    const registry = await startBerth({});
+    registries.push(registry);
+    await pushImageOK(registry.url, 'fresh/app', buildImage('oci-manifest'), 'v1');
+    const driver = new FilesystemDriver({ rootdirectory: registry.root!, settleMs: 0 });
+    const index = await freshIndex(registry.root!);
+    assert.equal((await reconcileIndex(driver, index)).read, 1); // the store's own clock: just written
+    assert.equal((await reconcileIndex(driver, index)).read, 1);
+    assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).read, 1);
+    assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).skipped, 1);
+  });
+
+  it('repairs a crash between the storage write and the index write', async () => {
+    const root = await mkdtemp(join(dir, 'crash-'));
+    const driver = new FilesystemDriver({ rootdirectory: root, settleMs: 0 });
+    const index = await freshIndex(root);
+    // the process "dies" right after storage took the manifest: the index is never told
+    const crashing: IndexSink = {
+      manifestStored: () => Promise.reject(new Error('killed')),
+      manifestRemoved: (r, d) => index.manifestRemoved(r, d),
+      tagMoved: () => Promise.reject(new Error('killed')),
+      tagRemoved: (r, t) => index.tagRemoved(r, t),
+      blobLinked: (r, d, s) => index.blobLinked(r, d, s),
+      blobUnlinked: (r, d) => index.blobUnlinked(r, d),
+    };
+    const tags = new TagStore(driver, { index: crashing });
+    const blobs = new BlobStore(driver, undefined, { index: crashing });
+    const manifests = new ManifestStore(driver, blobs, tags, { index: crashing });
+    const image = buildImage('oci-manifest');
+    for (const blob of image.blobs) {
+      await driver.putContent(`/docker/registry/v2/blobs/sha256/${blob.digest.slice(7, 9)}/${blob.digest.slice(7)}/data`, blob.data);
+      await blobs.link('crash/app', blob.digest as Digest);
+    }
+    await assert.rejects(manifests.put('crash/app', { tag: 'v1' }, image.mediaType, image.body), /killed/);
+    // a second process finishes the push (the tag) and is killed before telling the index too
+    await tags.tag('crash/app', 'v1', image.digest as Digest).catch(() => undefined);
+    assert.notDeepEqual(await differences(driver, index), []);
+
+    await reconcileIndex(driver, index);
+    assert.deepEqual(await differences(driver, index), []);
+    const rows = await index.readRepository('crash/app');
+    assert.deepEqual(rows?.manifests.map((m) => m.digest), [image.digest]);
+  });
+
+  it('runs on the scheduler every metadata.reconcile.interval, by one instance', async () => {
+    const clock = new ManualClock(Date.now());
+    const registry = await startBerth({ metadata: { reconcile: { interval: '30s' } } }, { clock });
+    registries.push(registry);
+    const root = registry.root!;
+    // a repository written straight into storage, as Distribution would
+    const writer = await startBerth({}, { root });
+    registries.push(writer);
+    const image = await pushImageOK(writer.url, 'behind/back', buildImage('oci-manifest'), 'v1');
+    const index = await openMetadataIndex(registry.app.config);
+    indexes.push(index);
+    assert.equal(await index.readRepository('behind/back'), undefined);
+    await advanceUntil(clock, 'the reconciler indexed the repository', async () => (await index.readRepository('behind/back'))?.tags[0]?.digest === image.digest, { step: 30_000 });
+    assert.deepEqual(await differences(new FilesystemDriver({ rootdirectory: root }), index), []);
+  });
+});
