@@ -141,7 +141,7 @@ describe('the reconciler', () => {
     registries.push(registry);
     const root = registry.root!;
     // a repository written straight into storage, as Distribution would
-    const writer = await startBerth({}, { root });
+    const writer = await startBerth({ metadata: { enabled: false } }, { root });
     registries.push(writer);
     const image = await pushImageOK(writer.url, 'behind/back', buildImage('oci-manifest'), 'v1');
     const index = await openMetadataIndex(registry.app.config);
