@@ -44,6 +44,13 @@ export const metadataFeature: Feature<MetadataConfig> = {
   enabled: (config) => config.metadata?.enabled === true,
   async load(config, { scheduler }) {
     const index = await openMetadataIndex(config, () => scheduler.clock.now());
-    return { indexSink: index, close: () => index.close() };
+    const [{ Browse }, { UsageReads }, { SearchReads }, { HistoryReads }] = await Promise.all([
+      import('../metadata/browse.js'),
+      import('../metadata/usage.js'),
+      import('../metadata/search.js'),
+      import('../metadata/history.js'),
+    ]);
+    const browse = { browse: new Browse(index.db), usage: new UsageReads(index.db, index.engine), search: new SearchReads(index.db), history: new HistoryReads(index.db) };
+    return { indexSink: index, browse, close: () => index.close() };
   },
 };

@@ -4,6 +4,7 @@
  * each step once). A step is never edited once released: a change is a new step.
  */
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { browseStep } from './browse-migration.js';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -72,7 +73,10 @@ function initial(engine: Engine): Migration {
 }
 
 export function migrator(db: Kysely<any>, engine: Engine): Migrator {
-  const provider: MigrationProvider = { getMigrations: async () => ({ '0001_initial': initial(engine) }) };
+  const provider: MigrationProvider = { getMigrations: async () => ({
+      '0001_initial': initial(engine),
+      '0004_browse': browseStep(engine),
+    }) };
   return new Migrator({ db, provider });
 }
 

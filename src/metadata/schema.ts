@@ -5,6 +5,12 @@ export interface RepositoriesTable {
   name: string;
   /** 1 when the repository has `_manifests` (the catalog lists it), 0 when it holds only blob links */
   has_manifests: number;
+  /** kept by step 0004's triggers (browse-migration.ts): linked blobs' and manifests' bytes */
+  total_size: Generated<number | string>;
+  /** the newest tag push the repository had; '' for none */
+  last_pushed_at: Generated<string>;
+  total_pulls: Generated<number | string>;
+  tag_count: Generated<number | string>;
 }
 
 export interface ManifestsTable {
@@ -29,6 +35,8 @@ export interface TagsTable {
   name: string;
   digest: string;
   pushed_at: string;
+  /** the tag's manifest's bytes, kept by step 0004's triggers */
+  manifest_size: Generated<number | string>;
 }
 
 export interface TagHistoryTable {
@@ -50,6 +58,15 @@ export interface RepositoryBlobsTable {
   digest: string;
 }
 
+/** a manifest's labels and annotations, a row each (step 0004's triggers keep them), for search by value */
+export interface ManifestValuesTable {
+  repository: string;
+  digest: string;
+  kind: 'label' | 'annotation';
+  key: string;
+  value: string;
+}
+
 /** key/value state of the index itself, e.g. when it was last rebuilt */
 export interface IndexStateTable {
   key: string;
@@ -63,5 +80,6 @@ export interface Database {
   tag_history: TagHistoryTable;
   blobs: BlobsTable;
   repository_blobs: RepositoryBlobsTable;
+  manifest_values: ManifestValuesTable;
   index_state: IndexStateTable;
 }
