@@ -50,7 +50,7 @@ export const metadataFeature: Feature<MetadataConfig> = {
       import('../metadata/search.js'),
       import('../metadata/history.js'),
     ]);
-    const browse = { browse: new Browse(index.db), usage: new UsageReads(index.db, index.engine), search: new SearchReads(index.db), history: new HistoryReads(index.db) };
+    const browse = { browse: new Browse(index.db), usage: new UsageReads(index.db, index.engine, () => scheduler.clock.now()), search: new SearchReads(index.db), history: new HistoryReads(index.db) };
     return { indexSink: index, browse, close: () => index.close() };
   },
 };

@@ -197,7 +197,8 @@ describe('the _berth extensions (metadata index on)', () => {
     assert.deepEqual((await get(registry, `/v2/_berth/ext/search?q=${encodeURIComponent(two.digest.slice(0, 20))}`)).body.digests, digest.digests);
     const tags = (await get(registry, '/v2/_berth/ext/search?q=stab')).body;
     assert.deepEqual(tags.tags, [{ repository: 'team/one', tag: 'stable', digest: moved[2].digest }]);
-    assert.deepEqual((await get(registry, '/v2/_berth/ext/search?q=keys')).body.repositories, ['secret/keys']);
+    assert.deepEqual((await get(registry, '/v2/_berth/ext/search?q=secret/k')).body.repositories, ['secret/keys']);
+    assert.deepEqual((await get(registry, '/v2/_berth/ext/search?q=team')).body.repositories, ['team/one', 'team/two']);
   });
 
   it("shows a reader neither a repository they may not pull, nor its tags, history or search hits", async () => {
@@ -208,7 +209,7 @@ describe('the _berth extensions (metadata index on)', () => {
     assert.equal((await get(registry, '/v2/team/one/_berth/ext/tags', READER)).status, 200);
     const search = (await get(registry, '/v2/_berth/ext/search?q=core-', READER)).body;
     assert.deepEqual(search.values.map((v: any) => v.repository), ['team/one']);
-    assert.deepEqual((await get(registry, '/v2/_berth/ext/search?q=keys', READER)).body.repositories, []);
+    assert.deepEqual((await get(registry, '/v2/_berth/ext/search?q=secret', READER)).body.repositories, []);
     assert.equal((await get(registry, '/v2/_berth/ext/repositories', {})).status, 401);
   });
 

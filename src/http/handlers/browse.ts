@@ -13,10 +13,9 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { REPOSITORY_SORTS, TAG_SORTS, type Keyset, type RepositoryFigures, type RepositorySort, type TagSort } from '../../metadata/browse.js';
-import type { Usage } from '../../metadata/usage.js';
 import { RegistryError } from '../../registry/errors.js';
 import { checkTag, isRepositoryName } from '../../registry/names.js';
-import { SCAN_BUDGET } from '../../registry/visible-catalog.js';
+import { visibleRows } from '../../registry/visible-catalog.js';
 import { queryValue } from '../body.js';
 import type { BrowseReads, Handler, Services } from '../context.js';
 import { grantOf } from '../grants.js';
@@ -29,8 +28,6 @@ type Of<K extends Route['kind']> = Extract<Route, { kind: K }>;
 const SEARCH_PAGE = { defaultN: 20, max: 100 };
 /** the longest search text and usage namespace accepted */
 const MAX_TEXT = 256;
-/** the largest chunk of a filtered listing read at once */
-const MAX_CHUNK = 8192;
 
 export const EXTENSION = '_berth';
 export const ENDPOINTS = ['_berth/ext/repositories', '_berth/ext/usage', '_berth/ext/search', '{name}/_berth/ext/tags', '{name}/_berth/ext/history'];
@@ -57,7 +54,7 @@ export const getRepositories: Handler<Of<'ext-repositories'>> = async (req, repl
   const found =
     page.n === 0
       ? { rows: [], more: false }
-      : await filteredPage<RepositoryFigures>(
+      : await visibleRows<RepositoryFigures, Keyset>(
           (after, limit) => reads.browse.repositories({ sort, desc, after, limit }),
           (row) => keysetOf(row, sort),
           (row) => row.name.includes(q) && lists(row.name),
@@ -122,32 +119,13 @@ export const getHistory: Handler<Of<'ext-history'>> = async (req, reply, route, 
  */
 export const getUsage: Handler<Of<'ext-usage'>> = async (req, reply, _route, services) => {
   const reads = indexOf(services, 'usage');
-  const lists = grantOf(req).lists;
   const raw = queryValue(req, 'namespace');
-  if (raw) {
-    const namespace = raw.replace(/\/+$/, '');
-    if (!isRepositoryName(namespace)) {
-      throw new RegistryError('NAME_INVALID', `namespace: ${JSON.stringify(raw)} is not a repository name or a prefix of one ending at a "/" (e.g. team or team/)`, { detail: { namespace: raw } });
-    }
-    const names = await reads.usage.repositoryNames(namespace);
-    const visible = names.filter(lists);
-    const usage = visible.length === names.length ? await reads.usage.namespace(namespace) : await reads.usage.namespaceOf(namespace, visible);
-    return json(reply, usage);
+  if (!raw) return json(reply, { namespaces: await reads.usage.visibleTopLevel(grantOf(req).lists) });
+  const namespace = raw.replace(/\/+$/, '');
+  if (!isRepositoryName(namespace)) {
+    throw new RegistryError('NAME_INVALID', `namespace: ${JSON.stringify(raw)} is not a repository name or a prefix of one ending at a "/" (e.g. team or team/)`, { detail: { namespace: raw } });
   }
-  const names = await reads.usage.repositoryNames();
-  const visible = names.filter(lists);
-  let namespaces: Usage[];
-  if (visible.length === names.length) namespaces = await reads.usage.topLevel();
-  else {
-    const byTop = new Map<string, string[]>();
-    for (const name of visible) {
-      const top = name.split('/')[0];
-      byTop.set(top, [...(byTop.get(top) ?? []), name]);
-    }
-    namespaces = [];
-    for (const [top, members] of byTop) namespaces.push(await reads.usage.namespaceOf(top, members));
-  }
-  return json(reply, { namespaces });
+  return json(reply, await reads.usage.visibleNamespace(namespace, grantOf(req).lists));
 };
 
 /** GET /v2/_berth/ext/search?q=&n=: repositories, tags, digests and label or annotation values */
@@ -224,33 +202,4 @@ function keysetOf(row: RepositoryFigures, sort: RepositorySort): Keyset {
 
 function link(services: Services, path: string, params: Record<string, string>): string {
   return `<${services.options.prefix}${path}?${new URLSearchParams(params).toString()}>; rel="next"`;
-}
-
-/**
- * `n` rows the caller may see, read in chunks (each twice the last, as registry/visible-catalog.ts
- * does) until the page is full, the list ends, or SCAN_BUDGET rows were read: then the page is
- * shorter and `stoppedAt` is where the next one starts (perhaps a row the caller may not see).
- */
-async function filteredPage<T>(
-  read: (after: Keyset | undefined, limit: number) => Promise<T[]>,
-  keyOf: (row: T) => Keyset,
-  wanted: (row: T) => boolean,
-  n: number,
-  start: Keyset | undefined,
-): Promise<{ rows: T[]; more: boolean; stoppedAt?: Keyset }> {
-  const found: T[] = [];
-  let at = start;
-  let total = 0;
-  for (let size = n + 1; ; size = Math.max(n + 1, Math.min(size * 2, MAX_CHUNK))) {
-    const limit = Math.min(size, Math.max(1, SCAN_BUDGET - total));
-    const chunk = await read(at, limit);
-    for (const row of chunk) {
-      if (wanted(row)) found.push(row);
-      if (found.length > n) return { rows: found.slice(0, n), more: true };
-    }
-    if (chunk.length < limit) return { rows: found, more: false };
-    at = keyOf(chunk[chunk.length - 1]);
-    total += chunk.length;
-    if (total >= SCAN_BUDGET) return { rows: found, more: true, stoppedAt: at };
-  }
 }
