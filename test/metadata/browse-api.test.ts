@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
+import { needPostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const USERS = { admin: 'admin-secret-pw', reader: 'reader-secret-pw' };
 const ACCESS = {
@@ -41,7 +42,27 @@ async function get(registry: TestRegistry, path: string, headers: Record<string,
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
 }
 
-describe('the _berth extensions (metadata index on)', () => {
+/** the engines the index runs on: the `metadata` block naming a fresh database */
+const ENGINES: { name: string; options: { skip: string | false }; metadata: (dir: string) => Promise<Record<string, unknown>>; stop?: () => Promise<void> }[] = (() => {
+  let pg: TestPostgres | undefined;
+  return [
+    { name: 'SQLite', options: { skip: false }, metadata: async () => ({}) },
+    {
+      name: 'PostgreSQL',
+      options: needPostgres(),
+      metadata: async () => {
+        pg ??= await startPostgres();
+        return { postgres: { url: await pg.createDatabase('browse') } };
+      },
+      stop: async () => {
+        await pg?.stop();
+        pg = undefined;
+      },
+    },
+  ];
+})();
+
+for (const engine of ENGINES) describe(`the _berth extensions (metadata index on, ${engine.name})`, engine.options, () => {
   let dir: string;
   let registry: TestRegistry;
   const one = buildImage('oci-manifest', { annotations: { 'org.example.team': 'core-platform' } });
@@ -53,19 +74,21 @@ describe('the _berth extensions (metadata index on)', () => {
     dir = await mkdtemp(join(tmpdir(), 'berth-browse-api-'));
     await writeHtpasswd(join(dir, 'htpasswd'), USERS);
     const root = join(dir, 'root');
+    const metadata = await engine.metadata(dir);
     // the helpers push anonymously: first without auth, then the same root and index with it
-    const open = await startBerth({ metadata: {} }, { root });
+    const open = await startBerth({ metadata }, { root });
     try {
       await pushContents(open.url);
     } finally {
       await open.stop();
     }
-    registry = await startBerth({ metadata: {}, auth: { htpasswd: { realm: 'berth', path: join(dir, 'htpasswd') }, access: ACCESS } }, { root });
+    registry = await startBerth({ metadata, auth: { htpasswd: { realm: 'berth', path: join(dir, 'htpasswd') }, access: ACCESS } }, { root });
     const put = await fetch(`${registry.url}/v2/team/one/manifests/stable`, { method: 'PUT', body: moved[2].body, headers: { ...ADMIN, 'content-type': moved[2].mediaType } });
     assert.equal(put.status, 201);
   });
   after(async () => {
     await registry?.stop();
+    await engine.stop?.();
     await rm(dir, { recursive: true, force: true });
   });
 
