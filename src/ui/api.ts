@@ -252,8 +252,13 @@ async function registry(req: FastifyRequest, services: Services, state: Registry
   return { ...state.about, healthy: Object.keys(failing).length === 0, failing: Object.keys(failing), notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {}, usage };
 }
 
-/** the tags (of the first TAG_SCAN_LIMIT) that name `digest` */
+/** the tags (of the first TAG_SCAN_LIMIT; with the metadata index, of all: one range of an index) that name `digest` */
 async function tagsNaming(services: Services, name: string, digest: string): Promise<{ tags: string[]; scanned: number; total: number }> {
+  if (services.browse) {
+    const [tags, figures] = await Promise.all([services.browse.browse.tagsNaming(name, digest, TAG_SCAN_LIMIT), services.browse.browse.figures([name])]);
+    const total = figures[0]?.tags ?? 0;
+    return { tags, scanned: total, total };
+  }
   const all = await services.content.tags(name).catch(() => [] as readonly string[]);
   const scanned = all.slice(0, TAG_SCAN_LIMIT);
   const resolved = await mapLimited(scanned, PAGE_CONCURRENCY * 2, (tag) => services.tags.resolve(name, tag).catch(() => undefined));

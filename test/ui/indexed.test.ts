@@ -105,6 +105,8 @@ describe('web interface with the metadata index', needBrowser(), () => {
     assert.deepEqual(await page.locator('#found li').allInnerTexts(), [`sort/huge@${other.digest.slice(0, 'sha256:'.length + 12)} digest`]);
     await page.locator('#found li a').click();
     await page.waitForURL(`${registry.url}/ui/repositories/sort/huge/manifests/${other.digest}`);
+    // the tags naming it come from the index, over all 1,005 tags (not the first 1,000 by name)
+    await page.getByText('The tag h0007 goes with it.', { exact: true }).waitFor({ state: 'attached' }); // in the delete confirmation
     assert.deepEqual(problems, []);
   });
 
