@@ -16,7 +16,6 @@
  * index: a keyset page is as fast at the end of a list as at its start.
  */
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { Engine } from './migrations.js';
 
 /** characters of a label or annotation key and value the search index keeps */
 export const VALUE_CHARS = 256;
@@ -165,8 +164,8 @@ const POSTGRES_TRIGGERS = [
   `CREATE TRIGGER browse_blobs AFTER UPDATE OF size ON blobs FOR EACH ROW WHEN (NEW.size <> OLD.size) EXECUTE FUNCTION browse_blobs()`,
 ];
 
-export function browseStep(engine: Engine): Migration {
-  const postgres = engine === 'postgres';
+/** the step for PostgreSQL (`postgres`) or SQLite */
+export function browseStep(postgres: boolean): Migration {
   const statements = [
     ...columns(postgres ? 'bigint' : 'integer'),
     ...BACKFILL,

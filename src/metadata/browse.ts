@@ -7,10 +7,8 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.js';
 
-export const REPOSITORY_SORTS = ['name', 'size', 'pushed', 'pulls'] as const;
-export type RepositorySort = (typeof REPOSITORY_SORTS)[number];
-export const TAG_SORTS = ['name', 'pushed', 'size'] as const;
-export type TagSort = (typeof TAG_SORTS)[number];
+export type RepositorySort = 'name' | 'size' | 'pushed' | 'pulls';
+export type TagSort = 'name' | 'pushed' | 'size';
 
 /** where a page starts: after the row of this name, and of this sort value (absent when sorting by name) */
 export interface Keyset {

@@ -75,7 +75,7 @@ function initial(engine: Engine): Migration {
 export function migrator(db: Kysely<any>, engine: Engine): Migrator {
   const provider: MigrationProvider = { getMigrations: async () => ({
       '0001_initial': initial(engine),
-      '0004_browse': browseStep(engine),
+      '0004_browse': browseStep(engine === 'postgres'),
     }) };
   return new Migrator({ db, provider });
 }

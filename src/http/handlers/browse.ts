@@ -12,7 +12,8 @@
  * and discover lists none.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { REPOSITORY_SORTS, TAG_SORTS, type Keyset, type RepositoryFigures, type RepositorySort, type TagSort } from '../../metadata/browse.js';
+// types only: the index's modules (and Kysely) load only when the index is on (features/metadata.ts)
+import type { Keyset, RepositoryFigures, RepositorySort, TagSort } from '../../metadata/browse.js';
 import { RegistryError } from '../../registry/errors.js';
 import { checkTag, isRepositoryName } from '../../registry/names.js';
 import { visibleRows } from '../../registry/visible-catalog.js';
@@ -24,6 +25,9 @@ import type { Route } from '../routes.js';
 
 type Of<K extends Route['kind']> = Extract<Route, { kind: K }>;
 
+/** the sorts each listing accepts, the default first */
+const REPOSITORY_SORTS: readonly RepositorySort[] = ['name', 'size', 'pushed', 'pulls'];
+const TAG_SORTS: readonly TagSort[] = ['name', 'pushed', 'size'];
 /** results per kind of a search without `n`, and the most */
 const SEARCH_PAGE = { defaultN: 20, max: 100 };
 /** the longest search text and usage namespace accepted */
