@@ -30,16 +30,16 @@ const REPOSITORY_SORTS: readonly RepositorySort[] = ['name', 'size', 'pushed', '
 const TAG_SORTS: readonly TagSort[] = ['name', 'pushed', 'size'];
 /** results per kind of a search without `n`, and the most */
 const SEARCH_PAGE = { defaultN: 20, max: 100 };
-/** the longest search text and usage namespace accepted */
+/** the longest search text (`q`) accepted */
 const MAX_TEXT = 256;
 
-export const EXTENSION = '_berth';
-export const ENDPOINTS = ['_berth/ext/repositories', '_berth/ext/usage', '_berth/ext/search', '{name}/_berth/ext/tags', '{name}/_berth/ext/history'];
+const EXTENSION = '_berth';
+const ENDPOINTS = ['_berth/ext/repositories', '_berth/ext/usage', '_berth/ext/search', '{name}/_berth/ext/tags', '{name}/_berth/ext/history'];
 
 /** GET /v2/_oci/ext/discover: the extensions this registry answers (none without the index) */
 export const getDiscover: Handler<Of<'discover'>> = async (_req, reply, _route, services) => {
   const extensions = services.browse
-    ? // `url` is the extension's documentation: berth's docs/api.md, shipped with the source (no public address)
+    ? // no `url`: the documentation is docs/api.md in berth's source, which has no public address
       [{ name: EXTENSION, description: "berth's metadata index: repositories with size, last push and pulls; sorted tag lists; usage; search; tag history (docs/api.md)", endpoints: ENDPOINTS }]
     : [];
   return json(reply, { extensions });
