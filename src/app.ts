@@ -149,6 +149,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       readiness: running.readiness,
       auth,
       pages: enabled.find((parts) => parts.pages)?.pages,
+      browse: enabled.find((parts) => parts.browse)?.browse,
     },
     logger,
     tls,

@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
-import type { Pages, RequestMetrics } from '../http/context.js';
+import type { BrowseReads, Pages, RequestMetrics } from '../http/context.js';
 import type { HealthMonitor } from '../health/monitor.js';
 import type { Readiness } from '../health/readiness.js';
 import type { Notifier } from '../notifications/notifier.js';
@@ -82,6 +82,8 @@ export interface FeatureParts {
   repositorySink?: RepositorySink;
   /** counts GETs of manifests (the edge calls it after a 200 to a GET) */
   pulls?: PullSink;
+  /** the metadata index's reads for the extensions API and the web interface */
+  browse?: BrowseReads;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */

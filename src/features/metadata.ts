@@ -61,6 +61,13 @@ export const metadataFeature: Feature<MetadataConfig> = {
       import('../registry/indexing/reconcile.js'),
       import('../metadata/pulls.js'),
     ]);
+    const [{ Browse }, { UsageReads }, { SearchReads }, { HistoryReads }] = await Promise.all([
+      import('../metadata/browse.js'),
+      import('../metadata/usage.js'),
+      import('../metadata/search.js'),
+      import('../metadata/history.js'),
+    ]);
+    const browse = { browse: new Browse(index.db), usage: new UsageReads(index.db, index.engine, () => scheduler.clock.now()), search: new SearchReads(index.db), history: new HistoryReads(index.db) };
     const listingSource = new ListingSource(new IndexListings(index.db), async () => (await index.state(REBUILT_KEY)) !== undefined, logger);
     const flushFailed = (err: unknown) => logger.warn({ err }, 'could not write pull counts to the metadata index (kept for the next flush)');
     const pulls = new PullCounts(index.db, () => scheduler.clock.now(), flushFailed);
@@ -77,6 +84,7 @@ export const metadataFeature: Feature<MetadataConfig> = {
       repositorySink: index,
       listingSource,
       pulls,
+      browse,
       attach({ driver }) {
         // storage written without the index telling (a crash, Distribution on a shared root) shows within the interval
         scheduler.every(

@@ -2,6 +2,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Auth } from '../auth/index.js';
 import type { Readiness } from '../health/readiness.js';
+import type { Browse } from '../metadata/browse.js';
+import type { HistoryReads } from '../metadata/history.js';
+import type { SearchReads } from '../metadata/search.js';
+import type { UsageReads } from '../metadata/usage.js';
 import type { EventSink } from '../notifications/events.js';
 import type { PullSink } from '../registry/activity.js';
 import type { BlobStore } from '../registry/blobs.js';
@@ -42,6 +46,16 @@ export interface Services {
   auth: Auth;
   /** pages of a feature's own on the main port (the web interface) */
   pages?: Pages;
+  /** the metadata index's reads for the extensions API and the web interface; undefined: storage-only operation */
+  browse?: BrowseReads;
+}
+
+/** what the metadata index answers beyond the V2 API (src/metadata/): listings, usage, search, tag history */
+export interface BrowseReads {
+  browse: Browse;
+  usage: UsageReads;
+  search: SearchReads;
+  history: HistoryReads;
 }
 
 /** a feature's own paths on the main port, outside the V2 API (the web interface under /ui/) */

@@ -7,6 +7,7 @@
 import { CATALOG_ACCESS, type AccessRequest, type RepositoryAction } from '../auth/access.js';
 import type { Handler } from './context.js';
 import { getBase } from './handlers/base.js';
+import { getDiscover, getHistory, getRepositories, getSearch, getTagPage, getUsage } from './handlers/browse.js';
 import { deleteBlob, getBlob } from './handlers/blobs.js';
 import { getCatalog } from './handlers/catalog.js';
 import { deleteManifest, getManifest, putManifest } from './handlers/manifests.js';
@@ -54,6 +55,13 @@ const ROUTES: RouteTable = {
     PUT: { handler: putUpload, access: 'push' },
     DELETE: { handler: deleteUpload, access: 'push' },
   },
+  // berth's extensions: the registry-level ones filter to what the caller may pull, as the catalog does
+  discover: { GET: { handler: getDiscover, access: 'authenticated' }, HEAD: { handler: getDiscover, access: 'authenticated' } },
+  'ext-repositories': { GET: { handler: getRepositories, access: 'catalog' }, HEAD: { handler: getRepositories, access: 'catalog' } },
+  'ext-usage': { GET: { handler: getUsage, access: 'catalog' }, HEAD: { handler: getUsage, access: 'catalog' } },
+  'ext-search': { GET: { handler: getSearch, access: 'catalog' }, HEAD: { handler: getSearch, access: 'catalog' } },
+  'ext-tags': { GET: { handler: getTagPage, access: 'pull' }, HEAD: { handler: getTagPage, access: 'pull' } },
+  'ext-history': { GET: { handler: getHistory, access: 'pull' }, HEAD: { handler: getHistory, access: 'pull' } },
 };
 
 /** the endpoint for `method` on `route`, undefined when the route does not answer it */

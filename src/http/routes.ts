@@ -15,7 +15,14 @@ export type Route =
   | { kind: 'referrers'; name: string; digest: string }
   | { kind: 'blob'; name: string; digest: string }
   | { kind: 'uploads'; name: string }
-  | { kind: 'upload'; name: string; uuid: string };
+  | { kind: 'upload'; name: string; uuid: string }
+  // berth's extensions (distribution-spec extension shape, handlers/browse.ts)
+  | { kind: 'discover' }
+  | { kind: 'ext-repositories' }
+  | { kind: 'ext-usage' }
+  | { kind: 'ext-search' }
+  | { kind: 'ext-tags'; name: string }
+  | { kind: 'ext-history'; name: string };
 
 const UUID = /^[a-zA-Z0-9-_.=]+$/;
 
@@ -23,6 +30,13 @@ const UUID = /^[a-zA-Z0-9-_.=]+$/;
 const PATTERNS: [RegExp, (m: RegExpExecArray) => Route][] = [
   [/^\/v2\/?$/, () => ({ kind: 'base' })],
   [/^\/v2\/_catalog$/, () => ({ kind: 'catalog' })],
+  // `_`-prefixed components are never repository names: these come before the name routes
+  [/^\/v2\/_oci\/ext\/discover$/, () => ({ kind: 'discover' })],
+  [/^\/v2\/_berth\/ext\/repositories$/, () => ({ kind: 'ext-repositories' })],
+  [/^\/v2\/_berth\/ext\/usage$/, () => ({ kind: 'ext-usage' })],
+  [/^\/v2\/_berth\/ext\/search$/, () => ({ kind: 'ext-search' })],
+  [/^\/v2\/(.+)\/_berth\/ext\/tags$/, (m) => ({ kind: 'ext-tags', name: m[1] })],
+  [/^\/v2\/(.+)\/_berth\/ext\/history$/, (m) => ({ kind: 'ext-history', name: m[1] })],
   [/^\/v2\/(.+)\/tags\/list$/, (m) => ({ kind: 'tags', name: m[1] })],
   [/^\/v2\/(.+)\/manifests\/([^/]+)$/, (m) => ({ kind: 'manifest', name: m[1], reference: m[2] })],
   [/^\/v2\/(.+)\/referrers\/([^/]+)$/, (m) => ({ kind: 'referrers', name: m[1], digest: m[2] })],

@@ -4,6 +4,7 @@
  * each step once). A step is never edited once released: a change is a new step.
  */
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { browseStep } from './browse-migration.js';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -154,6 +155,7 @@ export function migrator(db: Kysely<any>, engine: Engine): Migrator {
       '0001_initial': initial(engine),
       '0002_byte_order': byteOrder(engine),
       '0003_listings': listings(engine),
+      '0004_browse': browseStep(engine === 'postgres'),
       '0005_repository_versions': storageVersions(engine),
     }),
   };

@@ -7,6 +7,12 @@ export interface RepositoriesTable {
   has_manifests: number;
   /** writes of the request path to the repository, counted (a rebuild checks it did not miss one: metadata-index.ts) */
   changes: Generated<number | string>;
+  /** kept by step 0004's triggers (browse-migration.ts): linked blobs' and manifests' bytes */
+  total_size: Generated<number | string>;
+  /** the newest tag push the repository had; '' for none */
+  last_pushed_at: Generated<string>;
+  total_pulls: Generated<number | string>;
+  tag_count: Generated<number | string>;
 }
 
 export interface ManifestsTable {
@@ -31,6 +37,8 @@ export interface TagsTable {
   name: string;
   digest: string;
   pushed_at: string;
+  /** the tag's manifest's bytes, kept by step 0004's triggers */
+  manifest_size: Generated<number | string>;
 }
 
 export interface TagHistoryTable {
@@ -52,6 +60,15 @@ export interface RepositoryBlobsTable {
   digest: string;
 }
 
+/** a manifest's labels and annotations, a row each (step 0004's triggers keep them), for search by value */
+export interface ManifestValuesTable {
+  repository: string;
+  digest: string;
+  kind: 'label' | 'annotation';
+  key: string;
+  value: string;
+}
+
 /** key/value state of the index itself, e.g. when it was last rebuilt */
 export interface IndexStateTable {
   key: string;
@@ -71,6 +88,7 @@ export interface Database {
   tag_history: TagHistoryTable;
   blobs: BlobsTable;
   repository_blobs: RepositoryBlobsTable;
+  manifest_values: ManifestValuesTable;
   index_state: IndexStateTable;
   repository_versions: RepositoryVersionsTable;
 }

@@ -1,6 +1,7 @@
 /**
  * The part of the catalog one caller may see, a page at a time, for the V2 catalog
- * (http/handlers/catalog.ts) and the web interface's repository search (ui/api.ts).
+ * (http/handlers/catalog.ts) and the web interface's repository search (ui/api.ts); and the part
+ * of any keyset-read listing (http/handlers/browse.ts).
  */
 import type { Catalog, CatalogPage } from './catalog.js';
 
@@ -44,5 +45,35 @@ export async function visiblePage(
     last = chunk.repositories[chunk.repositories.length - 1];
     read += chunk.repositories.length;
     if (read >= SCAN_BUDGET) return { repositories: found, more: true, stoppedAt: last };
+  }
+}
+
+/**
+ * The same over any list read by keyset (the metadata index's sorted listings, for the
+ * extensions API and the web interface): `n` rows the caller may see, read in chunks (each twice
+ * the last) until the page is full, the list ends, or SCAN_BUDGET rows were read; then the page is
+ * shorter and `stoppedAt` is where the next one starts (perhaps a row the caller may not see).
+ */
+export async function visibleRows<T, K>(
+  read: (after: K | undefined, limit: number) => Promise<T[]>,
+  keyOf: (row: T) => K,
+  wanted: (row: T) => boolean,
+  n: number,
+  start: K | undefined,
+): Promise<{ rows: T[]; more: boolean; stoppedAt?: K }> {
+  const found: T[] = [];
+  let at = start;
+  let total = 0;
+  for (let size = n + 1; ; size = Math.max(n + 1, Math.min(size * 2, MAX_CHUNK))) {
+    const limit = Math.min(size, Math.max(1, SCAN_BUDGET - total));
+    const chunk = await read(at, limit);
+    for (const row of chunk) {
+      if (wanted(row)) found.push(row);
+      if (found.length > n) return { rows: found.slice(0, n), more: true };
+    }
+    if (chunk.length < limit) return { rows: found, more: false };
+    at = keyOf(chunk[chunk.length - 1]);
+    total += chunk.length;
+    if (total >= SCAN_BUDGET) return { rows: found, more: true, stoppedAt: at };
   }
 }

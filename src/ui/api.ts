@@ -18,12 +18,15 @@ import { RegistryError } from '../registry/errors.js';
 import type { Reference } from '../registry/manifest-store.js';
 import { checkRepositoryName, checkTag } from '../registry/names.js';
 import { mapLimited } from '../registry/pool.js';
-import { visiblePage, type VisiblePage } from '../registry/visible-catalog.js';
+import { visiblePage, visibleRows, type VisiblePage } from '../registry/visible-catalog.js';
 import type { StorageDriver } from '../storage/driver.js';
 import { session } from './session.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
 import { parseFrom, parseSort, summaryCache, tagPage, type SummaryCache, type TagSource } from './tag-list.js';
-import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, TagPage } from './wire.js';
+import type { BrowseReads } from '../http/context.js';
+import type { PageRequest } from '../http/pagination.js';
+import type { Keyset } from '../metadata/browse.js';
+import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, SearchAnswer, TagPage, TagRow } from './wire.js';
 
 /** what the registry page shows beyond the settings (attach() of the feature fills it in) */
 export interface RegistryState {
@@ -58,6 +61,7 @@ const ROUTES: [RegExp, (m: RegExpExecArray, req: FastifyRequest, services: Servi
   [/^\/ui\/api\/repositories\/(.+)\/tags\/list$/, (m, req, services, state) => tags(req, services, state, checkRepositoryName(m[1]))],
   [/^\/ui\/api\/repositories\/(.+)\/manifests\/([^/]+)$/, (m, req, services, state) => manifest(req, services, state, checkRepositoryName(m[1]), m[2])],
   [/^\/ui\/api\/registry$/, (_m, req, services, state) => registry(req, services, state)],
+  [/^\/ui\/api\/search$/, (_m, req, services) => search(req, services)],
   [/^\/ui\/api\/session$/, (_m, req, services) => session(req, services)],
 ];
 
@@ -89,6 +93,7 @@ async function repositories(req: FastifyRequest, services: Services, state: Regi
   const page = parsePagination(req, REPOSITORY_PAGE);
   const q = (queryValue(req, 'q') ?? '').trim().toLowerCase();
   if (page.last !== undefined) page.last = services.catalogCursors.open(page.last);
+  if (services.browse) return indexedRepositories(services, services.browse, page, q, grant);
   const found: VisiblePage = page.n === 0 ? { repositories: [], more: false } : await visiblePage(services.catalog, page, (name) => name.includes(q) && grant.lists(name), gone);
   const names = found.repositories;
   const rows = await mapLimited(names, PAGE_CONCURRENCY * 2, async (name): Promise<RepositoryPage['repositories'][number]> => {
@@ -103,12 +108,31 @@ async function repositories(req: FastifyRequest, services: Services, state: Regi
   return { repositories: rows, pushLookup: PUSH_LOOKUP_TAGS, next: found.more ? next : undefined };
 }
 
+/** the same from the metadata index: sizes and pulls too, and no walk (a page is one range of an index) */
+async function indexedRepositories(services: Services, reads: BrowseReads, page: PageRequest, q: string, grant: CallerGrant): Promise<RepositoryPage> {
+  const found =
+    page.n === 0
+      ? { rows: [], more: false }
+      : await visibleRows<Awaited<ReturnType<typeof reads.browse.repositories>>[number], Keyset>(
+          (after, limit) => reads.browse.repositories({ sort: 'name', desc: false, after, limit }),
+          (row) => ({ name: row.name }),
+          (row) => row.name.includes(q) && grant.lists(row.name),
+          page.n,
+          page.last === undefined ? undefined : { name: page.last },
+        );
+  const last = found.stoppedAt ? services.catalogCursors.seal(found.stoppedAt.name) : found.rows[found.rows.length - 1]?.name;
+  return { repositories: found.rows, pushLookup: Number.MAX_SAFE_INTEGER, next: found.more ? last : undefined, indexed: true };
+}
+
 /** GET /ui/api/repositories/<name>/tags/list?n=&sort=&desc=1&last=|from=: a page of tags, each with its manifest's summary, sorted (tag-list.ts) */
 async function tags(req: FastifyRequest, services: Services, state: RegistryState, name: string): Promise<TagPage> {
   await authorize(req, services, [pull(name)]);
   const page = parsePagination(req, TAG_PAGE);
   const [sort, from] = [parseSort(queryValue(req, 'sort')), parseFrom(queryValue(req, 'from'))];
   const summaries = (state.summaries ??= summaryCache());
+  if (services.browse && (sort === 'tag' || sort === 'pushed')) {
+    return indexedTags(services, services.browse, summaries, name, { ...page, sort, desc: queryValue(req, 'desc') === '1' });
+  }
   const source: TagSource = {
     name,
     tags: await services.content.tags(name),
@@ -122,6 +146,49 @@ async function tags(req: FastifyRequest, services: Services, state: RegistryStat
     pushed: (tag) => tagPushed(state, name, tag),
   };
   return tagPage(source, { n: page.n, last: page.last, from, sort, desc: queryValue(req, 'desc') === '1' });
+}
+
+/**
+ * A page of tags by name or push time from the metadata index, over the whole list: the index
+ * gives the page's tags and digests (one range of an index), the summaries come from the cache by
+ * digest or, the first time, from storage. `last` is the tag (by name) or `<time>,<tag>`.
+ */
+async function indexedTags(services: Services, reads: BrowseReads, summaries: SummaryCache, name: string, query: PageRequest & { sort: 'tag' | 'pushed'; desc: boolean }): Promise<TagPage> {
+  if (!(await reads.browse.hasRepository(name))) throw new RegistryError('NAME_UNKNOWN', `repository name not known to registry: ${name}`, { detail: { name } });
+  let after: Keyset | undefined;
+  if (query.last !== undefined && query.sort === 'pushed') {
+    const comma = query.last.indexOf(',');
+    if (comma < 0) throw new RegistryError('UNSUPPORTED', `last: ${JSON.stringify(query.last)} is not a cursor of the tags by push time (<time>,<tag>)`, { status: 400 });
+    after = { value: query.last.slice(0, comma), name: query.last.slice(comma + 1) };
+  } else if (query.last !== undefined) after = { name: query.last };
+  const [figures, rows] = await Promise.all([
+    reads.browse.figures([name]),
+    query.n === 0 ? [] : reads.browse.tags(name, { sort: query.sort === 'tag' ? 'name' : 'pushed', desc: query.desc, after, limit: query.n + 1 }),
+  ]);
+  const items = rows.slice(0, query.n);
+  const tags = await mapLimited(items, PAGE_CONCURRENCY * 2, async (entry): Promise<TagRow> => {
+    try {
+      const key = `${name}@${entry.digest}`;
+      let summary = summaries.get(key);
+      if (!summary) summaries.set(key, (summary = await summarize(services.content, name, await services.content.manifest(name, { digest: parseDigest(entry.digest) }))));
+      return { tag: entry.name, ...summary, pushed: entry.pushed };
+    } catch (err) {
+      return { tag: entry.name, error: (err as Error).message };
+    }
+  });
+  const last = items[items.length - 1];
+  const next = rows.length > query.n ? { last: query.sort === 'tag' ? last.name : `${last.pushed},${last.name}` } : undefined;
+  return { name, total: figures[0]?.tags ?? 0, tags, next };
+}
+
+/** GET /ui/api/search?q=&n=: the metadata index's search (metadata/search.ts), over what the caller may pull */
+async function search(req: FastifyRequest, services: Services): Promise<SearchAnswer> {
+  const grant = await authorize(req, services, [CATALOG_ACCESS]);
+  if (!services.browse) throw new RegistryError('UNSUPPORTED', 'search needs the metadata index, and this registry runs without it', { status: 404 });
+  const q = queryValue(req, 'q') ?? '';
+  if (q.length === 0 || q.length > 256) throw new RegistryError('UNSUPPORTED', 'q: the text to search for, 1 to 256 characters', { status: 400 });
+  const { n } = parsePagination(req, { defaultN: 10, max: 100 });
+  return services.browse.search.search(q, n, grant.lists);
 }
 
 /**
@@ -178,13 +245,20 @@ async function manifest(req: FastifyRequest, services: Services, state: Registry
  * (their reasons may hold paths and addresses; /debug/health has them).
  */
 async function registry(req: FastifyRequest, services: Services, state: RegistryState): Promise<RegistryAbout> {
-  await authorize(req, services, [CATALOG_ACCESS]);
+  const grant = await authorize(req, services, [CATALOG_ACCESS]);
   const failing = (await state.health?.()) ?? {};
-  return { ...state.about, healthy: Object.keys(failing).length === 0, failing: Object.keys(failing), notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {} };
+  // storage used, per top-level namespace the caller may see (the metadata index's usage.ts)
+  const usage = services.browse && (await services.browse.usage.visibleTopLevel(grant.lists)).map(({ namespace, repositories, bytes }) => ({ namespace, repositories, bytes }));
+  return { ...state.about, healthy: Object.keys(failing).length === 0, failing: Object.keys(failing), notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {}, usage };
 }
 
-/** the tags (of the first TAG_SCAN_LIMIT) that name `digest` */
+/** the tags (of the first TAG_SCAN_LIMIT; with the metadata index, of all: one range of an index) that name `digest` */
 async function tagsNaming(services: Services, name: string, digest: string): Promise<{ tags: string[]; scanned: number; total: number }> {
+  if (services.browse) {
+    const [tags, figures] = await Promise.all([services.browse.browse.tagsNaming(name, digest, TAG_SCAN_LIMIT), services.browse.browse.figures([name])]);
+    const total = figures[0]?.tags ?? 0;
+    return { tags, scanned: total, total };
+  }
   const all = await services.content.tags(name).catch(() => [] as readonly string[]);
   const scanned = all.slice(0, TAG_SCAN_LIMIT);
   const resolved = await mapLimited(scanned, PAGE_CONCURRENCY * 2, (tag) => services.tags.resolve(name, tag).catch(() => undefined));

@@ -60,12 +60,26 @@ export interface Unreadable {
 
 /** GET /ui/api/repositories */
 export interface RepositoryPage {
-  /** `pushed`: the newest push among the repository's tags (ISO 8601), when looked up */
-  repositories: { name: string; tags?: number; pushed?: string }[];
+  /**
+   * `pushed`: the newest push among the repository's tags (ISO 8601), when looked up; `size`
+   * (bytes of its blobs, each once, and manifests) and `pulls`: from the metadata index only
+   */
+  repositories: { name: string; tags?: number; pushed?: string; size?: number; pulls?: number }[];
   /** last push is looked up only for repositories of at most this many tags */
   pushLookup: number;
   /** the `last` of the next page, when there is one */
   next?: string;
+  /** answered from the metadata index: sizes and pulls are there, and search (`/ui/api/search`) answers */
+  indexed?: boolean;
+}
+
+/** GET /ui/api/search?q=: what the metadata index finds (prefixes), in repositories the caller may pull */
+export interface SearchAnswer {
+  repositories: string[];
+  tags: { repository: string; tag: string; digest: string }[];
+  digests: { repository: string; digest: string; mediaType: string }[];
+  values: { repository: string; digest: string; kind: 'label' | 'annotation'; key: string; value: string }[];
+  truncated: boolean;
 }
 
 /** `pushed`: when the tag was last pushed (the manifest page's `pushed` is the manifest's, by any tag or digest) */
@@ -132,4 +146,6 @@ export interface RegistryAbout {
   failing: string[];
   notifications: { name: string; counters: Record<string, number>; statuses: Record<string, number> }[];
   figures: Record<string, Record<string, number>>;
+  /** storage used per top-level namespace (each blob and manifest once), from the metadata index; absent without it */
+  usage?: { namespace: string; repositories: number; bytes: number }[];
 }

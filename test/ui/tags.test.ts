@@ -32,7 +32,9 @@ describe('web interface: push times and sorting', needBrowser(), () => {
 
   before(async () => {
     browser = await launchBrowser(); // first: it builds the assets the registry loads at start
-    registry = await startBerth();
+    // storage's push times (the links' modification times) and the sort over the first 1,000:
+    // the interface without the metadata index (with it: test/ui/indexed.test.ts)
+    registry = await startBerth({ metadata: { enabled: false } });
     const image = buildImage('oci-manifest', { layers: 1, layerSize: 100 });
     for (const [tag, at] of [['a', '2026-01-05T10:00:00Z'], ['b', '2026-03-01T12:30:00Z'], ['c', '2026-02-01T08:15:00Z']]) {
       await pushImageOK(registry.url, 'times/app', image, tag);

@@ -56,6 +56,36 @@ export function Registry() {
               <dt>Health</dt>
               <dd>{a.healthy ? 'ready' : `failing: ${a.failing.join(', ')}`}</dd>
             </dl>
+            {a.usage && (
+              <>
+                <h2>Storage use</h2>
+                <p class="muted">Per top-level namespace you may see, each blob and manifest counted once however many repositories link it.</p>
+                {a.usage.length === 0 ? (
+                  <p class="muted">Nothing stored yet.</p>
+                ) : (
+                  <div class="scroll">
+                    <table class="list" id="usage">
+                      <thead>
+                        <tr>
+                          <th scope="col">Namespace</th>
+                          <th scope="col" class="num">Repositories</th>
+                          <th scope="col" class="num">Size</th>
+                        </tr>
+                      </thead>
+                      <tbody>
+                        {a.usage.map((u) => (
+                          <tr key={u.namespace}>
+                            <td>{u.namespace}</td>
+                            <td class="num">{u.repositories.toLocaleString('en')}</td>
+                            <td class="num" title={`${u.bytes} bytes`}>{formatSize(u.bytes)}</td>
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                  </div>
+                )}
+              </>
+            )}
             <h2>Notification endpoints</h2>
             {a.notifications.length === 0 ? (
               <p class="muted">None configured.</p>

@@ -1,0 +1,115 @@
+/**
+ * Browsing the index: repositories with their figures, a repository's tags with their manifest's
+ * media type, size and push time, each sorted over the whole list and read a page at a time by
+ * keyset (the rows after the last one shown, by (value, name)), so the last page of 100,000 tags
+ * costs what the first does: one range of one index (browse-migration.ts makes them).
+ */
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { Database } from './schema.js';
+
+export type RepositorySort = 'name' | 'size' | 'pushed' | 'pulls';
+export type TagSort = 'name' | 'pushed' | 'size';
+
+/** where a page starts: after the row of this name, and of this sort value (absent when sorting by name) */
+export interface Keyset {
+  name: string;
+  value?: string | number;
+}
+
+export interface PageQuery<S> {
+  sort: S;
+  desc: boolean;
+  after?: Keyset;
+  limit: number;
+}
+
+export interface RepositoryFigures {
+  name: string;
+  /** bytes of its linked blobs (each once) and of its manifests */
+  size: number;
+  /** the newest tag push it had (ISO 8601); absent when none */
+  pushed?: string;
+  pulls: number;
+  tags: number;
+}
+
+export interface TagEntry {
+  name: string;
+  digest: string;
+  /** absent when the index lacks the manifest (a drift the reconciler repairs) */
+  mediaType?: string;
+  /** the manifest's own bytes */
+  size: number;
+  pushed: string;
+}
+
+const REPOSITORY_COLUMN = { name: 'name', size: 'total_size', pushed: 'last_pushed_at', pulls: 'total_pulls' } as const;
+const TAG_COLUMN = { name: 't.name', size: 't.manifest_size', pushed: 't.pushed_at' } as const;
+
+export class Browse {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** a page of the repositories the catalog lists (those with manifests), in the order asked */
+  async repositories(query: PageQuery<RepositorySort>): Promise<RepositoryFigures[]> {
+    const column = REPOSITORY_COLUMN[query.sort];
+    let q = this.db
+      .selectFrom('repositories')
+      .select(['name', 'total_size', 'last_pushed_at', 'total_pulls', 'tag_count'])
+      .where('has_manifests', '=', 1)
+      .$call((b) => orderBy(b, column === 'name' ? ['name'] : [column, 'name'], query.desc))
+      .limit(query.limit);
+    if (query.after) q = q.where(after(column === 'name' ? ['name'] : [column, 'name'], query.after, query.desc));
+    return (await q.execute()).map(repositoryFigures);
+  }
+
+  /** the figures of these repositories (any order; those the index lacks are left out) */
+  async figures(names: readonly string[]): Promise<RepositoryFigures[]> {
+    if (names.length === 0) return [];
+    const rows = await this.db.selectFrom('repositories').select(['name', 'total_size', 'last_pushed_at', 'total_pulls', 'tag_count']).where('name', 'in', names).execute();
+    return rows.map(repositoryFigures);
+  }
+
+  /** does the index know the repository (with manifests)? */
+  async hasRepository(name: string): Promise<boolean> {
+    return (await this.db.selectFrom('repositories').select('name').where('name', '=', name).where('has_manifests', '=', 1).executeTakeFirst()) !== undefined;
+  }
+
+  /** a page of the repository's tags, in the order asked */
+  async tags(repository: string, query: PageQuery<TagSort>): Promise<TagEntry[]> {
+    const column = TAG_COLUMN[query.sort];
+    const keys = column === 't.name' ? ['t.name'] : [column, 't.name'];
+    let q = this.db
+      .selectFrom('tags as t')
+      .leftJoin('manifests as m', (j) => j.onRef('m.repository', '=', 't.repository').onRef('m.digest', '=', 't.digest'))
+      .select(['t.name', 't.digest', 't.pushed_at', 't.manifest_size', 'm.media_type'])
+      .where('t.repository', '=', repository)
+      .$call((b) => orderBy(b, keys, query.desc))
+      .limit(query.limit);
+    if (query.after) q = q.where(after(keys, query.after, query.desc));
+    const rows = await q.execute();
+    return rows.map((r) => ({ name: r.name, digest: r.digest, mediaType: r.media_type ?? undefined, size: Number(r.manifest_size), pushed: r.pushed_at }));
+  }
+
+  /** the tags that name `digest` in the repository, by name */
+  async tagsNaming(repository: string, digest: string, limit: number): Promise<string[]> {
+    const rows = await this.db.selectFrom('tags').select('name').where('repository', '=', repository).where('digest', '=', digest).orderBy('name').limit(limit).execute();
+    return rows.map((r) => r.name);
+  }
+}
+
+function repositoryFigures(r: { name: string; total_size: number | string; last_pushed_at: string; total_pulls: number | string; tag_count: number | string }): RepositoryFigures {
+  return { name: r.name, size: Number(r.total_size), pushed: r.last_pushed_at || undefined, pulls: Number(r.total_pulls), tags: Number(r.tag_count) };
+}
+
+/** ordered by the keys (this file's own column names, never the caller's text) */
+function orderBy<B extends { orderBy(expression: RawBuilder<unknown>, direction: 'asc' | 'desc'): B }>(b: B, keys: readonly string[], desc: boolean): B {
+  for (const key of keys) b = b.orderBy(sql.ref(key), desc ? 'desc' : 'asc');
+  return b;
+}
+
+/** (value, name) beyond the keyset: one range of the sort's index on both engines (row values) */
+function after(keys: readonly string[], at: Keyset, desc: boolean) {
+  const op = desc ? sql.raw('<') : sql.raw('>');
+  if (keys.length === 1) return sql<boolean>`${sql.ref(keys[0])} ${op} ${at.name}`;
+  return sql<boolean>`(${sql.ref(keys[0])}, ${sql.ref(keys[1])}) ${op} (${at.value ?? ''}, ${at.name})`;
+}

@@ -1,0 +1,290 @@
+/**
+ * berth's extensions of the V2 API from the metadata index (docs/api.md): repositories with size,
+ * last push and pulls, sorted and paged; a repository's tags sorted over the whole list; a tag's
+ * history; usage deduplicated per namespace; search; discover. Access as in the V2 API: a reader
+ * sees neither the repositories they may not pull nor their tags, history, usage or search hits.
+ * Without the index every extension says so (404 UNSUPPORTED) and discover lists none.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { basic, writeHtpasswd } from '../helpers/auth.js';
+import { startBerth, type TestRegistry } from '../helpers/berth.js';
+import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
+import { needPostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
+
+const USERS = { admin: 'admin-secret-pw', reader: 'reader-secret-pw' };
+const ACCESS = {
+  '**': { admin: ['pull', 'push', 'delete'] },
+  'team/**': { admin: ['pull', 'push', 'delete'], reader: ['pull'] },
+};
+const ADMIN = { authorization: basic('admin', USERS.admin) };
+const READER = { authorization: basic('reader', USERS.reader) };
+
+/** `b` with `a`'s last layer added: two images sharing one layer */
+function sharingLayer(a: Image, b: Image): Image {
+  const shared = a.blobs[a.blobs.length - 1];
+  const doc = JSON.parse(b.body.toString());
+  doc.layers.push({ mediaType: shared.mediaType, digest: shared.digest, size: shared.size });
+  const body = Buffer.from(JSON.stringify(doc));
+  const digest = `sha256:${createHash('sha256').update(body).digest('hex')}`;
+  return { ...b, body, digest, blobs: [...b.blobs, shared], descriptor: { ...b.descriptor, digest, size: body.length } };
+}
+
+const sum = (blobs: { size: number }[]) => blobs.reduce((total, b) => total + b.size, 0);
+
+async function get(registry: TestRegistry, path: string, headers: Record<string, string> = ADMIN): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(`${registry.url}${path}`, { headers });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+/** the engines the index runs on: the `metadata` block naming a fresh database */
+const ENGINES: { name: string; options: { skip: string | false }; metadata: (dir: string) => Promise<Record<string, unknown>>; stop?: () => Promise<void> }[] = (() => {
+  let pg: TestPostgres | undefined;
+  return [
+    { name: 'SQLite', options: { skip: false }, metadata: async () => ({}) },
+    {
+      name: 'PostgreSQL',
+      options: needPostgres(),
+      metadata: async () => {
+        pg ??= await startPostgres();
+        return { postgres: { url: await pg.createDatabase('browse') } };
+      },
+      stop: async () => {
+        await pg?.stop();
+        pg = undefined;
+      },
+    },
+  ];
+})();
+
+for (const engine of ENGINES) describe(`the _berth extensions (metadata index on, ${engine.name})`, engine.options, () => {
+  let dir: string;
+  let registry: TestRegistry;
+  const one = buildImage('oci-manifest', { annotations: { 'org.example.team': 'core-platform' } });
+  const two = sharingLayer(one, buildImage('oci-manifest'));
+  const moved = [buildImage('oci-manifest'), buildImage('oci-manifest'), buildImage('oci-manifest')];
+  const secret = buildImage('oci-manifest', { annotations: { 'org.example.team': 'core-secrets' } });
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'berth-browse-api-'));
+    await writeHtpasswd(join(dir, 'htpasswd'), USERS);
+    const root = join(dir, 'root');
+    const metadata = await engine.metadata(dir);
+    // the helpers push anonymously: first without auth, then the same root and index with it
+    const open = await startBerth({ metadata }, { root });
+    try {
+      await pushContents(open.url);
+    } finally {
+      await open.stop();
+    }
+    registry = await startBerth({ metadata, auth: { htpasswd: { realm: 'berth', path: join(dir, 'htpasswd') }, access: ACCESS } }, { root });
+    const put = await fetch(`${registry.url}/v2/team/one/manifests/stable`, { method: 'PUT', body: moved[2].body, headers: { ...ADMIN, 'content-type': moved[2].mediaType } });
+    assert.equal(put.status, 201);
+  });
+  after(async () => {
+    await registry?.stop();
+    await engine.stop?.();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function pushContents(url: string): Promise<void> {
+    const registry = { url };
+    await pushImageOK(registry.url, 'team/one', one, 'v1');
+    await pushImageOK(registry.url, 'team/two', two, 'v1');
+    await pushImageOK(registry.url, 'team/two', two, 'v2');
+    await pushImageOK(registry.url, 'secret/keys', secret, 'latest');
+    // `stable` moves twice: moved[0], then moved[1], then moved[2] (that push authenticated)
+    await pushImageOK(registry.url, 'team/one', moved[0], 'stable');
+    await pushImageOK(registry.url, 'team/one', moved[1], 'stable');
+    await pushImageOK(registry.url, 'team/one', moved[2]);
+  }
+
+  it('lists repositories with size, last push, pulls and tag count, as JSON', async () => {
+    const res = await get(registry, '/v2/_berth/ext/repositories');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal(res.headers.get('link'), null);
+    assert.deepEqual(
+      res.body.repositories.map((r: any) => r.name),
+      ['secret/keys', 'team/one', 'team/two'],
+    );
+    const two_ = res.body.repositories.find((r: any) => r.name === 'team/two');
+    // its own blobs once each (the shared layer included) plus its manifest's bytes
+    assert.equal(two_.size, sum(two.blobs) + two.body.length);
+    assert.equal(two_.tags, 2);
+    assert.equal(two_.pulls, 0);
+    assert.match(two_.pushed, /^\d{4}-\d\d-\d\dT/);
+  });
+
+  it('sorts repositories by size over the whole list and pages them with a Link that keeps the sort', async () => {
+    const all = (await get(registry, '/v2/_berth/ext/repositories?sort=size&desc=1')).body.repositories;
+    const sizes = all.map((r: any) => r.size);
+    assert.deepEqual(sizes, [...sizes].sort((a, b) => b - a));
+    const first = await get(registry, '/v2/_berth/ext/repositories?sort=size&desc=1&n=2');
+    assert.deepEqual(first.body.repositories, all.slice(0, 2));
+    const next = first.headers.get('link');
+    const last = first.body.repositories[1];
+    assert.equal(next, `</v2/_berth/ext/repositories?n=2&last=${encodeURIComponent(`${last.size},${last.name}`)}&sort=size&desc=1>; rel="next"`);
+    const second = await get(registry, next!.slice(1, next!.indexOf('>')));
+    assert.deepEqual(second.body.repositories, all.slice(2));
+    assert.equal(second.headers.get('link'), null);
+  });
+
+  it('filters repositories by q and to what the caller may pull', async () => {
+    assert.deepEqual((await get(registry, '/v2/_berth/ext/repositories?q=two')).body.repositories.map((r: any) => r.name), ['team/two']);
+    const reader = await get(registry, '/v2/_berth/ext/repositories?sort=pushed', READER);
+    assert.equal(reader.status, 200);
+    assert.deepEqual(reader.body.repositories.map((r: any) => r.name).sort(), ['team/one', 'team/two']);
+  });
+
+  it("lists a repository's tags with their manifest's media type, size and push time, sorted by any of them", async () => {
+    const res = await get(registry, '/v2/team/one/_berth/ext/tags?sort=pushed&desc=1');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.name, 'team/one');
+    assert.deepEqual(res.body.tags.map((t: any) => t.name), ['stable', 'v1']);
+    assert.deepEqual(res.body.tags[0], { name: 'stable', digest: moved[2].digest, mediaType: moved[2].mediaType, size: moved[2].body.length, pushed: res.body.tags[0].pushed });
+    const bySize = (await get(registry, '/v2/team/two/_berth/ext/tags?sort=size')).body.tags;
+    assert.deepEqual(bySize.map((t: any) => t.size), [two.body.length, two.body.length]);
+    const paged = await get(registry, '/v2/team/one/_berth/ext/tags?n=1');
+    assert.deepEqual(paged.body.tags.map((t: any) => t.name), ['stable']);
+    assert.equal(paged.headers.get('link'), '</v2/team/one/_berth/ext/tags?n=1&last=stable&sort=name>; rel="next"');
+    const rest = await get(registry, '/v2/team/one/_berth/ext/tags?n=1&last=stable');
+    assert.deepEqual(rest.body.tags.map((t: any) => t.name), ['v1']);
+  });
+
+  it("answers a tag's history after it moved twice: which digest from when to when, and who pushed", async () => {
+    const res = await get(registry, '/v2/team/one/_berth/ext/history?tag=stable');
+    assert.equal(res.status, 200);
+    const { history } = res.body;
+    assert.deepEqual(history.map((h: any) => h.digest), [moved[2].digest, moved[1].digest, moved[0].digest]);
+    assert.equal(history[0].to, undefined, 'the current entry is open');
+    assert.equal(history[0].pushedBy, 'admin');
+    assert.equal(history[1].pushedBy, undefined, 'an anonymous push has no pusher');
+    assert.equal(history[1].to, history[0].from);
+    assert.equal(history[2].to, history[1].from);
+    const paged = await get(registry, '/v2/team/one/_berth/ext/history?tag=stable&n=2');
+    assert.deepEqual(paged.body.history, history.slice(0, 2));
+    const next = paged.headers.get('link')!;
+    const rest = await get(registry, next.slice(1, next.indexOf('>')));
+    assert.deepEqual(rest.body.history, history.slice(2));
+    assert.equal((await get(registry, '/v2/team/one/_berth/ext/history?tag=never')).body.errors[0].code, 'MANIFEST_UNKNOWN');
+  });
+
+  it('counts usage deduplicated: the layer two repositories of team/ share counts once for team/, once in each repository', async () => {
+    const res = await get(registry, '/v2/_berth/ext/usage?namespace=team');
+    assert.equal(res.status, 200);
+    const blobs = new Map([...one.blobs, ...two.blobs, ...moved.flatMap((m) => m.blobs)].map((b) => [b.digest, b.size]));
+    const manifests = [one, two, ...moved].reduce((total, m) => total + m.body.length, 0);
+    assert.deepEqual(res.body, {
+      namespace: 'team',
+      repositories: 2,
+      bytes: sum([...blobs.values()].map((size) => ({ size }))) + manifests,
+      blobs: blobs.size,
+      blobBytes: sum([...blobs.values()].map((size) => ({ size }))),
+      manifests: 5,
+      manifestBytes: manifests,
+    });
+    assert.deepEqual((await get(registry, '/v2/_berth/ext/usage?namespace=team/')).body, res.body);
+    const all = await get(registry, '/v2/_berth/ext/usage');
+    assert.deepEqual(all.body.namespaces.map((n: any) => n.namespace), ['secret', 'team']);
+    assert.deepEqual(all.body.namespaces[1], res.body);
+    assert.equal(all.body.namespaces[0].bytes, sum(secret.blobs) + secret.body.length);
+  });
+
+  it('counts for a reader only the repositories they may pull', async () => {
+    const all = await get(registry, '/v2/_berth/ext/usage', READER);
+    assert.deepEqual(all.body.namespaces.map((n: any) => n.namespace), ['team']);
+    const hidden = await get(registry, '/v2/_berth/ext/usage?namespace=secret', READER);
+    assert.equal(hidden.status, 200);
+    assert.equal(hidden.body.bytes, 0);
+    assert.equal(hidden.body.repositories, 0);
+  });
+
+  it('searches label and annotation values, digest prefixes, tags and repositories', async () => {
+    const label = await get(registry, '/v2/_berth/ext/search?q=berth%20test');
+    assert.equal(label.status, 200);
+    assert.ok(label.body.values.some((v: any) => v.kind === 'label' && v.value === 'berth test image'));
+    const annotation = (await get(registry, '/v2/_berth/ext/search?q=core-')).body;
+    assert.deepEqual(annotation.values.map((v: any) => [v.repository, v.kind, v.key, v.value]).sort(), [
+      ['secret/keys', 'annotation', 'org.example.team', 'core-secrets'],
+      ['team/one', 'annotation', 'org.example.team', 'core-platform'],
+    ]);
+    const hex = two.digest.slice('sha256:'.length, 'sha256:'.length + 10);
+    const digest = (await get(registry, `/v2/_berth/ext/search?q=${hex}`)).body;
+    assert.deepEqual(digest.digests, [{ repository: 'team/two', digest: two.digest, mediaType: two.mediaType }]);
+    assert.deepEqual((await get(registry, `/v2/_berth/ext/search?q=${encodeURIComponent(two.digest.slice(0, 20))}`)).body.digests, digest.digests);
+    const tags = (await get(registry, '/v2/_berth/ext/search?q=stab')).body;
+    assert.deepEqual(tags.tags, [{ repository: 'team/one', tag: 'stable', digest: moved[2].digest }]);
+    assert.deepEqual((await get(registry, '/v2/_berth/ext/search?q=secret/k')).body.repositories, ['secret/keys']);
+    assert.deepEqual((await get(registry, '/v2/_berth/ext/search?q=team')).body.repositories, ['team/one', 'team/two']);
+  });
+
+  it("shows a reader neither a repository they may not pull, nor its tags, history or search hits", async () => {
+    const tags = await get(registry, '/v2/secret/keys/_berth/ext/tags', READER);
+    assert.equal(tags.status, 403);
+    assert.equal(tags.body.errors[0].code, 'DENIED');
+    assert.equal((await get(registry, '/v2/secret/keys/_berth/ext/history?tag=latest', READER)).status, 403);
+    assert.equal((await get(registry, '/v2/team/one/_berth/ext/tags', READER)).status, 200);
+    const search = (await get(registry, '/v2/_berth/ext/search?q=core-', READER)).body;
+    assert.deepEqual(search.values.map((v: any) => v.repository), ['team/one']);
+    assert.deepEqual((await get(registry, '/v2/_berth/ext/search?q=secret', READER)).body.repositories, []);
+    assert.equal((await get(registry, '/v2/_berth/ext/repositories', {})).status, 401);
+  });
+
+  it('answers bad parameters with 400 and a message that says what is allowed', async () => {
+    const cases: [string, string, RegExp][] = [
+      ['/v2/_berth/ext/repositories?sort=stars', 'UNSUPPORTED', /sort: repositories sort by name, size, pushed, pulls, not "stars"/],
+      ['/v2/_berth/ext/repositories?desc=yes', 'UNSUPPORTED', /desc: 1 for descending/],
+      ['/v2/_berth/ext/repositories?n=abc', 'PAGINATION_NUMBER_INVALID', /not a non-negative integer/],
+      ['/v2/_berth/ext/repositories?sort=size&last=big,team/one', 'UNSUPPORTED', /last: "big,team\/one" is not a cursor of sort=size/],
+      ['/v2/team/one/_berth/ext/tags?sort=created', 'UNSUPPORTED', /tags sort by name, pushed, size/],
+      ['/v2/team/one/_berth/ext/history', 'UNSUPPORTED', /tag: the tag whose history is wanted is required/],
+      ['/v2/team/one/_berth/ext/history?tag=-bad', 'TAG_INVALID', /invalid tag/],
+      ['/v2/_berth/ext/search', 'UNSUPPORTED', /q: the text to search for is required/],
+      ['/v2/_berth/ext/search?q=a&n=1000', 'PAGINATION_NUMBER_INVALID', /above the maximum/],
+      ['/v2/_berth/ext/usage?namespace=Team', 'NAME_INVALID', /namespace: "Team" is not a repository name/],
+    ];
+    for (const [path, code, message] of cases) {
+      const res = await get(registry, path);
+      assert.equal(res.status, 400, path);
+      assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+      assert.equal(res.body.errors[0].code, code, path);
+      assert.match(res.body.errors[0].message, message, path);
+    }
+    const unknown = await get(registry, '/v2/team/none/_berth/ext/tags');
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.errors[0].code, 'NAME_UNKNOWN');
+  });
+
+  it('lists its extensions at /v2/_oci/ext/discover', async () => {
+    const res = await get(registry, '/v2/_oci/ext/discover');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.extensions.length, 1);
+    assert.equal(res.body.extensions[0].name, '_berth');
+    assert.ok(res.body.extensions[0].endpoints.includes('{name}/_berth/ext/tags'));
+  });
+});
+
+describe('the _berth extensions without the index (storage-only operation)', () => {
+  let registry: TestRegistry;
+  before(async () => {
+    registry = await startBerth({ metadata: { enabled: false } });
+    await pushImageOK(registry.url, 'team/one', buildImage('oci-manifest'), 'v1');
+  });
+  after(() => registry?.stop());
+
+  it('answers every extension 404 UNSUPPORTED saying the index is off, never an empty list; discover lists none', async () => {
+    for (const path of ['/v2/_berth/ext/repositories', '/v2/team/one/_berth/ext/tags', '/v2/team/one/_berth/ext/history?tag=v1', '/v2/_berth/ext/usage', '/v2/_berth/ext/search?q=a']) {
+      const res = await get(registry, path, {});
+      assert.equal(res.status, 404, path);
+      assert.equal(res.body.errors[0].code, 'UNSUPPORTED', path);
+      assert.match(res.body.errors[0].message, /needs the metadata index, and this registry runs without it/, path);
+    }
+    assert.deepEqual((await get(registry, '/v2/_oci/ext/discover', {})).body, { extensions: [] });
+  });
+});
