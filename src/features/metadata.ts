@@ -67,7 +67,7 @@ export const metadataFeature: Feature<MetadataConfig> = {
       import('../metadata/search.js'),
       import('../metadata/history.js'),
     ]);
-    const browse = { browse: new Browse(index.db), usage: new UsageReads(index.db, index.engine, () => scheduler.clock.now()), search: new SearchReads(index.db), history: new HistoryReads(index.db) };
+    const browse = { browse: new Browse(index.db), usage: new UsageReads(index.db, index.engine, () => scheduler.clock.now()), search: new SearchReads(index.db), history: new HistoryReads(index.db), inSync: () => listingSource.inSync() };
     const listingSource = new ListingSource(new IndexListings(index.db), async () => (await index.state(REBUILT_KEY)) !== undefined, logger);
     const flushFailed = (err: unknown) => logger.warn({ err }, 'could not write pull counts to the metadata index (kept for the next flush)');
     const pulls = new PullCounts(index.db, () => scheduler.clock.now(), flushFailed);

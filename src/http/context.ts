@@ -56,6 +56,8 @@ export interface BrowseReads {
   usage: UsageReads;
   search: SearchReads;
   history: HistoryReads;
+  /** the index was built (registry/indexing/listing-source.ts): until then it may hold only part of storage */
+  inSync(): Promise<boolean>;
 }
 
 /** a feature's own paths on the main port, outside the V2 API (the web interface under /ui/) */

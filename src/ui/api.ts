@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CATALOG_ACCESS, type AccessRequest } from '../auth/access.js';
 import type { CallerGrant } from '../auth/index.js';
-import type { Services } from '../http/context.js';
+import type { BrowseReads, Services } from '../http/context.js';
 import { authorizeRequest } from '../http/authorize.js';
 import { clientGone } from '../http/client-gone.js';
 import { queryValue } from '../http/body.js';
@@ -23,7 +23,6 @@ import type { StorageDriver } from '../storage/driver.js';
 import { session } from './session.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
 import { parseFrom, parseSort, summaryCache, tagPage, type SummaryCache, type TagSource } from './tag-list.js';
-import type { BrowseReads } from '../http/context.js';
 import type { PageRequest } from '../http/pagination.js';
 import type { Keyset } from '../metadata/browse.js';
 import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, SearchAnswer, TagPage, TagRow } from './wire.js';
@@ -93,7 +92,8 @@ async function repositories(req: FastifyRequest, services: Services, state: Regi
   const page = parsePagination(req, REPOSITORY_PAGE);
   const q = (queryValue(req, 'q') ?? '').trim().toLowerCase();
   if (page.last !== undefined) page.last = services.catalogCursors.open(page.last);
-  if (services.browse) return indexedRepositories(services, services.browse, page, q, grant);
+  const reads = await indexedReads(services);
+  if (reads) return indexedRepositories(services, reads, page, q, grant);
   const found: VisiblePage = page.n === 0 ? { repositories: [], more: false } : await visiblePage(services.catalog, page, (name) => name.includes(q) && grant.lists(name), gone);
   const names = found.repositories;
   const rows = await mapLimited(names, PAGE_CONCURRENCY * 2, async (name): Promise<RepositoryPage['repositories'][number]> => {
@@ -130,8 +130,9 @@ async function tags(req: FastifyRequest, services: Services, state: RegistryStat
   const page = parsePagination(req, TAG_PAGE);
   const [sort, from] = [parseSort(queryValue(req, 'sort')), parseFrom(queryValue(req, 'from'))];
   const summaries = (state.summaries ??= summaryCache());
-  if (services.browse && (sort === 'tag' || sort === 'pushed')) {
-    return indexedTags(services, services.browse, summaries, name, { ...page, sort, desc: queryValue(req, 'desc') === '1' });
+  const reads = await indexedReads(services);
+  if (reads && (sort === 'tag' || sort === 'pushed')) {
+    return indexedTags(services, reads, summaries, name, { ...page, sort, desc: queryValue(req, 'desc') === '1' });
   }
   const source: TagSource = {
     name,
@@ -185,6 +186,7 @@ async function indexedTags(services: Services, reads: BrowseReads, summaries: Su
 async function search(req: FastifyRequest, services: Services): Promise<SearchAnswer> {
   const grant = await authorize(req, services, [CATALOG_ACCESS]);
   if (!services.browse) throw new RegistryError('UNSUPPORTED', 'search needs the metadata index, and this registry runs without it', { status: 404 });
+  if (!(await services.browse.inSync())) throw new RegistryError('UNAVAILABLE', 'search: the metadata index is being built from storage (the first start over an existing root); try again shortly');
   const q = queryValue(req, 'q') ?? '';
   if (q.length === 0 || q.length > 256) throw new RegistryError('UNSUPPORTED', 'q: the text to search for, 1 to 256 characters', { status: 400 });
   const { n } = parsePagination(req, { defaultN: 10, max: 100 });
@@ -248,14 +250,16 @@ async function registry(req: FastifyRequest, services: Services, state: Registry
   const grant = await authorize(req, services, [CATALOG_ACCESS]);
   const failing = (await state.health?.()) ?? {};
   // storage used, per top-level namespace the caller may see (the metadata index's usage.ts)
-  const usage = services.browse && (await services.browse.usage.visibleTopLevel(grant.lists)).map(({ namespace, repositories, bytes }) => ({ namespace, repositories, bytes }));
+  const indexed = await indexedReads(services);
+  const usage = indexed && (await indexed.usage.visibleTopLevel(grant.lists)).map(({ namespace, repositories, bytes }) => ({ namespace, repositories, bytes }));
   return { ...state.about, healthy: Object.keys(failing).length === 0, failing: Object.keys(failing), notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {}, usage };
 }
 
 /** the tags (of the first TAG_SCAN_LIMIT; with the metadata index, of all: one range of an index) that name `digest` */
 async function tagsNaming(services: Services, name: string, digest: string): Promise<{ tags: string[]; scanned: number; total: number }> {
-  if (services.browse) {
-    const [tags, figures] = await Promise.all([services.browse.browse.tagsNaming(name, digest, TAG_SCAN_LIMIT), services.browse.browse.figures([name])]);
+  const reads = await indexedReads(services);
+  if (reads) {
+    const [tags, figures] = await Promise.all([reads.browse.tagsNaming(name, digest, TAG_SCAN_LIMIT), reads.browse.figures([name])]);
     const total = figures[0]?.tags ?? 0;
     return { tags, scanned: total, total };
   }
@@ -275,4 +279,9 @@ async function pushedAt(state: RegistryState, name: string, digest: string): Pro
   if (!state.driver || !isDigest(digest)) return undefined;
   const { pushed } = await readActivity(state.driver, name, digest).catch(() => ({ pushed: undefined }));
   return pushed === undefined ? undefined : new Date(pushed).toISOString();
+}
+
+/** the metadata index's reads once it holds all of storage; undefined: storage answers, as without an index */
+async function indexedReads(services: Services): Promise<BrowseReads | undefined> {
+  return services.browse && (await services.browse.inSync()) ? services.browse : undefined;
 }

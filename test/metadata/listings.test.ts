@@ -216,6 +216,10 @@ describe('_catalog and tags/list from the metadata index', () => {
     assert.deepEqual(await catalogOf(registry), expected);
     assert.ok(counting.count() > before, 'storage answered');
     assert.equal((await answer(`${registry.url}/v2/planted/tags/list`)).status, 404);
+    // the JSON API has no storage walk behind it: a partial index would read as the whole registry
+    const early = await fetch(`${registry.url}/v2/_berth/ext/repositories`);
+    assert.equal(early.status, 503);
+    assert.equal(((await early.json()) as { errors: { code: string }[] }).errors[0]!.code, 'UNAVAILABLE');
 
     await advanceUntil(clock, 'the index is built', async () => (await index.state(REBUILT_KEY)) !== undefined, { step: BUILD_POLL_MS });
     assert.equal(await index.state(BUILD_LEASE_KEY), undefined, 'the lease is let go');
@@ -223,6 +227,7 @@ describe('_catalog and tags/list from the metadata index', () => {
     const listed = counting.count();
     assert.deepEqual(await catalogOf(registry), expected);
     assert.deepEqual(counting.paths.slice(listed), [], 'the index answered');
+    assert.equal((await fetch(`${registry.url}/v2/_berth/ext/repositories`)).status, 200);
     await plant(index, 'planted');
     assert.deepEqual(await catalogOf(registry), [...expected, 'planted'].sort(byStorageOrder));
   });

@@ -47,7 +47,7 @@ export const getDiscover: Handler<Of<'discover'>> = async (_req, reply, _route, 
 
 /** GET /v2/_berth/ext/repositories?n=&last=&sort=name|size|pushed|pulls&desc=1&q= */
 export const getRepositories: Handler<Of<'ext-repositories'>> = async (req, reply, _route, services) => {
-  const reads = indexOf(services, 'repositories');
+  const reads = await indexOf(services, 'repositories');
   const page = parsePagination(req, { defaultN: DEFAULT_TAGS_PAGE, max: services.options.pageMax });
   const sort = parseSort(req, REPOSITORY_SORTS, 'repositories');
   const desc = parseDesc(req);
@@ -74,7 +74,7 @@ export const getRepositories: Handler<Of<'ext-repositories'>> = async (req, repl
 
 /** GET /v2/<name>/_berth/ext/tags?n=&last=&sort=name|pushed|size&desc=1 */
 export const getTagPage: Handler<Of<'ext-tags'>> = async (req, reply, route, services) => {
-  const reads = indexOf(services, 'tags');
+  const reads = await indexOf(services, 'tags');
   const page = parsePagination(req, { defaultN: DEFAULT_TAGS_PAGE, max: services.options.pageMax });
   const sort = parseSort(req, TAG_SORTS, 'tags');
   const desc = parseDesc(req);
@@ -92,7 +92,7 @@ export const getTagPage: Handler<Of<'ext-tags'>> = async (req, reply, route, ser
 
 /** GET /v2/<name>/_berth/ext/history?tag=<tag>&n=&last=: what the tag named, newest first */
 export const getHistory: Handler<Of<'ext-history'>> = async (req, reply, route, services) => {
-  const reads = indexOf(services, 'history');
+  const reads = await indexOf(services, 'history');
   const tagParam = queryValue(req, 'tag');
   if (!tagParam) throw badParameter('tag: the tag whose history is wanted is required (?tag=latest)');
   const tag = checkTag(tagParam);
@@ -122,7 +122,7 @@ export const getHistory: Handler<Of<'ext-history'>> = async (req, reply, route, 
  * the caller may pull are counted: one who sees part of a namespace gets that part's usage.
  */
 export const getUsage: Handler<Of<'ext-usage'>> = async (req, reply, _route, services) => {
-  const reads = indexOf(services, 'usage');
+  const reads = await indexOf(services, 'usage');
   const raw = queryValue(req, 'namespace');
   if (!raw) return json(reply, { namespaces: await reads.usage.visibleTopLevel(grantOf(req).lists) });
   const namespace = raw.replace(/\/+$/, '');
@@ -134,7 +134,7 @@ export const getUsage: Handler<Of<'ext-usage'>> = async (req, reply, _route, ser
 
 /** GET /v2/_berth/ext/search?q=&n=: repositories, tags, digests and label or annotation values */
 export const getSearch: Handler<Of<'ext-search'>> = async (req, reply, _route, services) => {
-  const reads = indexOf(services, 'search');
+  const reads = await indexOf(services, 'search');
   const q = queryValue(req, 'q') ?? '';
   if (q.length === 0) throw badParameter('q: the text to search for is required (?q=...)');
   if (q.length > MAX_TEXT) throw badParameter(`q: at most ${MAX_TEXT} characters`);
@@ -147,11 +147,18 @@ function json(reply: FastifyReply, body: unknown): FastifyReply {
   return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
-function indexOf(services: Services, component: string): BrowseReads {
-  if (services.browse) return services.browse;
-  throw new RegistryError('UNSUPPORTED', `${EXTENSION}/ext/${component} needs the metadata index, and this registry runs without it (metadata.enabled: false); the V2 API (_catalog, tags/list) still answers`, {
-    status: 404,
-  });
+async function indexOf(services: Services, component: string): Promise<BrowseReads> {
+  const reads = services.browse;
+  if (!reads) {
+    throw new RegistryError('UNSUPPORTED', `${EXTENSION}/ext/${component} needs the metadata index, and this registry runs without it (metadata.enabled: false); the V2 API (_catalog, tags/list) still answers`, {
+      status: 404,
+    });
+  }
+  // a partial answer would read as the registry's whole content
+  if (!(await reads.inSync())) {
+    throw new RegistryError('UNAVAILABLE', `${EXTENSION}/ext/${component}: the metadata index is being built from storage (the first start over an existing root); try again shortly`);
+  }
+  return reads;
 }
 
 function badParameter(message: string): RegistryError {
