@@ -1,0 +1,68 @@
+/**
+ * The configured rules as the registry runs them (see README.md): pull rules on the scheduler,
+ * each a pass shared by every instance on the storage (registry/shared-schedule.ts: one instance
+ * runs a rule at a time); push rules fed by the edge's events and sending their queue on the
+ * scheduler; every rule's figures for /debug/vars and Prometheus.
+ */
+import type { Logger } from 'pino';
+import type { EventInput, EventSink } from '../notifications/events.js';
+import { sharedPass } from '../registry/shared-schedule.js';
+import type { Clock } from '../scheduler/clock.js';
+import type { PeriodicTask } from '../scheduler/scheduler.js';
+import type { ReplicationCore } from './core.js';
+import { PushReplication } from './push.js';
+import { Remote } from './remote.js';
+import type { ReplicationRule } from './rules.js';
+import { runPull } from './run.js';
+import { emptyFigures, figuresSection, type RuleFigures } from './stats.js';
+
+export type { ReplicationRule } from './rules.js';
+
+export interface ReplicationPlan {
+  /** what the edge reports: pushes and deletes queued for the push rules they match */
+  events: EventSink;
+  /** once the core is built: the rules' tasks, handed to `schedule` */
+  start(core: ReplicationCore, schedule: (task: PeriodicTask) => void): void;
+  figures(): Record<string, Record<string, number>>;
+}
+
+export function replicationPlan(rules: readonly ReplicationRule[], options: { logger: Logger; clock: Clock; readOnly: boolean }): ReplicationPlan {
+  const logger = options.logger.child({ component: 'replication' });
+  const figures = new Map<string, RuleFigures>(rules.map((rule) => [rule.name, emptyFigures()]));
+  const pushes: PushReplication[] = [];
+  const pending: EventInput[] = [];
+  return {
+    events: {
+      active: rules.some((rule) => rule.direction === 'push'),
+      emit(event) {
+        // before the core is built nothing is pushed; kept in order for the push rules all the same
+        if (pushes.length === 0) pending.push(event);
+        for (const push of pushes) push.observe(event);
+      },
+    },
+    start(core, schedule) {
+      for (const rule of rules) {
+        const remote = new Remote(rule.remote, logger.child({ rule: rule.name, remote: new URL(rule.remote.url).host }));
+        const ruleFigures = figures.get(rule.name)!;
+        if (rule.direction === 'push') {
+          const push = new PushReplication(rule, remote, core, ruleFigures, options.clock, logger);
+          pushes.push(push);
+          schedule(push.task());
+        } else if (rule.interval !== undefined && !options.readOnly) {
+          schedule(
+            sharedPass(core.driver, options.clock, logger, {
+              name: `replication ${rule.name}`,
+              stateName: `replication-${rule.name}`,
+              interval: rule.interval,
+              run: async (signal) => {
+                await runPull(rule, remote, core, ruleFigures, logger, { now: () => options.clock.now(), signal });
+              },
+            }),
+          );
+        }
+      }
+      for (const event of pending.splice(0)) for (const push of pushes) push.observe(event);
+    },
+    figures: () => Object.fromEntries([...figures].map(([rule, values]) => [figuresSection(rule), { ...values }])),
+  };
+}
