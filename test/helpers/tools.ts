@@ -38,6 +38,7 @@ const INSTALL_HINTS: Record<string, string> = {
   'systemd-analyze': 'apt-get install -y systemd',
   haproxy: 'apt-get install -y haproxy',
   postgres: 'apt-get install -y postgresql',
+  cosign: '.ci/get-cosign.sh (Debian trixie\'s cosign .deb, unpacked into /opt/berth-tools)',
 };
 
 /** The install command for a tool (falls back to a package of the same name). */
