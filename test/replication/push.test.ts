@@ -53,7 +53,7 @@ describe('push replication into Distribution and a second berth', () => {
       { name: 'dr', push: { url: toRef.url }, repositories: ['app/**'], deletes: true },
       { name: 'mirror', push: { url: toMirror.url }, repositories: ['app/**'], tags: ['^v'] },
     ];
-    overrides = { replication: rules };
+    overrides = { replication: rules, http: { debug: { addr: '127.0.0.1:0', prometheus: { enabled: true } } } };
     source = await startBerth(overrides, { root: sourceRoot, clock });
     configPath = join(dir, 'config.yml');
     await writeFile(configPath, stringify({ version: '0.1', log: { level: 'error' }, storage: { filesystem: { rootdirectory: sourceRoot } }, replication: rules }));
@@ -105,6 +105,11 @@ describe('push replication into Distribution and a second berth', () => {
     assert.ok(down.dr.behind >= 1 && down.mirror.behind >= 1, JSON.stringify(down));
     assert.match(down.dr.lastError!.message, /unavailable/);
     assert.ok(down.dr.retryAt, 'the rule says when it tries again');
+    // and in the metrics
+    const metrics = await (await fetch(`${source.app.debugURL}/metrics`)).text();
+    assert.match(metrics, /^berth_replication_dr_pending [1-9]/m);
+    assert.match(metrics, /^berth_replication_mirror_last_error_seconds [1-9]/m);
+    assert.match(metrics, /^berth_replication_dr_send_failures [1-9]/m);
     // the source restarts: the queue is in its storage
     await source.app.close();
     source = await startBerth(overrides, { root: sourceRoot, clock });
