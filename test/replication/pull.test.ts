@@ -123,6 +123,33 @@ describe('pull replication from Distribution', needCosign(), () => {
     assert.match(stdout, /critical/);
   });
 
+  it('a run broken off in the middle of a blob is finished by the next, with nothing damaged', async () => {
+    const root = await mkdtemp(join(dir, 'resumed-'));
+    const config = join(dir, 'resumed.yml');
+    await writeFile(config, stringify({ version: '0.1', log: { level: 'error' }, storage: { filesystem: { rootdirectory: root } }, replication: [{ name: 'upstream-lib', pull: { url: relay.url }, repositories: ['lib/**'], tags: ['^v[0-9]'], concurrency: 1 }] }));
+    const cli = (args: string[]) => run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: process.cwd() });
+    relay.cutNextResponseAfter(1000); // the first answer over 1000 bytes (a layer) breaks off
+    const broken = await cli(['replicate', 'run', 'upstream-lib', config]).then(
+      () => assert.fail('the broken run reported success'),
+      (err: { code: number; stdout: string }) => err,
+    );
+    assert.equal(broken.code, 1);
+    assert.equal(JSON.parse(broken.stdout).failed, 1);
+    const { stdout } = await cli(['replicate', 'run', 'upstream-lib', config]);
+    const summary = JSON.parse(stdout);
+    assert.equal(summary.failed, 0, stdout);
+    assert.ok(summary.manifestsCopied > 0);
+    await cli(['verify', config]); // exit 0: every blob hashes to its name, every link and reference is there
+    const resumed = await startBerth({}, { root });
+    try {
+      const res = await fetch(`${resumed.url}/v2/lib/app/manifests/v1`, { headers: { accept: OCI_INDEX } });
+      assert.deepEqual(await bytesOf(res), index.body);
+      for (const child of index.children) for (const blob of child.blobs) assert.deepEqual(await bytesOf(await fetch(`${resumed.url}/v2/lib/app/blobs/${blob.digest}`)), blob.data);
+    } finally {
+      await resumed.stop();
+    }
+  });
+
   async function fetchState(): Promise<{ figures: { runs: number; manifestsCopied: number; blobsCopied: number }; lastError?: unknown; lastSuccess?: string } | undefined> {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'replicate', 'status', configPath], { cwd: process.cwd() });
     const rule = (JSON.parse(stdout) as { rules: { lastRun?: { runs: number; manifestsCopied: number; blobsCopied: number }; lastError?: unknown; lastSuccess?: string }[] }).rules[0];
