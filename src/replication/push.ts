@@ -26,6 +26,16 @@ const FIRST_BACKOFF_MS = 1000;
 const MAX_BACKOFF_MS = 5 * 60_000;
 /** sends of one entry the remote refuses (not: does not answer) before it is given up */
 const MAX_ATTEMPTS = 10;
+/** an OCI image manifest's config media type: what the referrers API reports as its artifactType when it has none */
+function configType(content: Buffer): string | undefined {
+  try {
+    const type = (JSON.parse(content.toString('utf8')) as { config?: { mediaType?: unknown } }).config?.mediaType;
+    return typeof type === 'string' ? type : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** the media type of blob events: blobs go with their manifest */
 const BLOB_EVENT_TYPE = 'application/octet-stream';
 
@@ -119,6 +129,7 @@ export class PushReplication {
       await this.remote.pushBlob(name, blob.digest, size, () => this.core.blobs.open(blob.digest), signal);
     }
     await this.remote.putManifest(name, tag ?? digest, stored.mediaType, stored.content, signal);
+    if (manifest.subject) await this.remote.addToReferrersTag(name, manifest.subject.digest, { mediaType: stored.mediaType, digest, size: stored.content.length, artifactType: manifest.artifactType ?? configType(stored.content), annotations: manifest.annotations }, signal);
     return true;
   }
 

@@ -210,6 +210,29 @@ export class Remote {
     if (res.status !== 201) throw new UpstreamError(`the remote registry ${this.host} answered ${res.status} to the manifest ${name}:${reference}`);
   }
 
+  /**
+   * A referrer just pushed, on a remote without the referrers API (Distribution 2.8): added to
+   * the tag schema's index `<alg>-<subject hex>` as a client of such a registry does (OCI
+   * distribution-spec 1.1), so the remote's clients find it. Nothing when the remote has the API.
+   */
+  async addToReferrersTag(name: string, subject: Digest, referrer: Descriptor, signal?: AbortSignal): Promise<void> {
+    if ((await this.referrers(name, subject, signal)) !== undefined) return;
+    const tag = subject.replace(':', '-');
+    const current = await this.manifest(name, tag, signal);
+    let index: { schemaVersion: 2; mediaType: string; manifests: Descriptor[] } = { schemaVersion: 2, mediaType: OCI_INDEX, manifests: [] };
+    if (current) {
+      try {
+        const parsed = JSON.parse(current.body.toString('utf8')) as typeof index;
+        if (Array.isArray(parsed.manifests)) index = { ...parsed, manifests: parsed.manifests };
+      } catch {
+        // not an index: replaced by one
+      }
+    }
+    if (index.manifests.some((d) => d.digest === referrer.digest)) return;
+    index.manifests.push(Object.fromEntries(Object.entries(referrer).filter(([, v]) => v !== undefined)) as Descriptor);
+    await this.putManifest(name, tag, OCI_INDEX, Buffer.from(JSON.stringify(index)), signal);
+  }
+
   /** deletes a manifest by digest; one the remote does not have is already gone */
   async deleteManifest(name: string, digest: Digest, signal?: AbortSignal): Promise<void> {
     const res = await this.request({ method: 'DELETE', repository: name, scope: `repository:${name}:delete,pull,push`, path: `${name}/manifests/${digest}`, timeoutMs: TIMEOUTS.checkTimeoutMs, signal });

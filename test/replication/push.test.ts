@@ -93,6 +93,19 @@ describe('push replication into Distribution and a second berth', () => {
     assert.equal(state.mirror.behind, 0);
   });
 
+  it('a referrer pushed by digest follows, listed by the tag schema on Distribution 2.8 and by the API on berth', async () => {
+    const referrer = buildImage('oci-artifact', { subject: v1 });
+    await pushImageOK(source.url, 'app/web', referrer);
+    const schemaTag = v1.digest.replace(':', '-');
+    await advanceUntil(clock, 'the referrer reached both remotes', async () => (await manifestBytes(ref.url, 'app/web', schemaTag)) instanceof Buffer && (await manifestBytes(mirror.url, 'app/web', referrer.digest)) instanceof Buffer, { step: 1000 });
+    const index = JSON.parse(((await manifestBytes(ref.url, 'app/web', schemaTag)) as Buffer).toString()) as { manifests: { digest: string; artifactType?: string }[] };
+    assert.deepEqual(index.manifests.map((d) => [d.digest, d.artifactType]), [[referrer.digest, referrer.artifactType]]);
+    assert.deepEqual(await manifestBytes(ref.url, 'app/web', referrer.digest), referrer.body);
+    const listed = (await (await fetch(`${mirror.url}/v2/app/web/referrers/${v1.digest}`)).json()) as { manifests: { digest: string }[] };
+    assert.deepEqual(listed.manifests.map((d) => d.digest), [referrer.digest]);
+    assert.equal(await manifestBytes(mirror.url, 'app/web', schemaTag), 404, 'berth has the API: no tag schema there');
+  });
+
   it('with the remotes down, a push waits in the queue through a restart of the source and arrives once they are back', async () => {
     await ref.stop();
     await mirror.stop();
