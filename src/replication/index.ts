@@ -5,7 +5,7 @@
  * scheduler; every rule's figures for /debug/vars and Prometheus.
  */
 import type { Logger } from 'pino';
-import type { EventInput, EventSink } from '../notifications/events.js';
+import type { EventSink } from '../notifications/events.js';
 import { sharedPass } from '../registry/shared-schedule.js';
 import type { Clock } from '../scheduler/clock.js';
 import type { PeriodicTask } from '../scheduler/scheduler.js';
@@ -30,15 +30,11 @@ export function replicationPlan(rules: readonly ReplicationRule[], options: { lo
   const logger = options.logger.child({ component: 'replication' });
   const figures = new Map<string, RuleFigures>(rules.map((rule) => [rule.name, emptyFigures()]));
   const pushes: PushReplication[] = [];
-  const pending: EventInput[] = [];
   return {
     events: {
       active: rules.some((rule) => rule.direction === 'push'),
-      emit(event) {
-        // before the core is built nothing is pushed; kept in order for the push rules all the same
-        if (pushes.length === 0) pending.push(event);
-        for (const push of pushes) push.observe(event);
-      },
+      // the core, and so the push rules, are built before the edge can report anything
+      emit: (event) => pushes.forEach((push) => push.observe(event)),
     },
     start(core, schedule) {
       for (const rule of rules) {
@@ -61,7 +57,6 @@ export function replicationPlan(rules: readonly ReplicationRule[], options: { lo
           );
         }
       }
-      for (const event of pending.splice(0)) for (const push of pushes) push.observe(event);
     },
     figures: () => Object.fromEntries([...figures].map(([rule, values]) => [figuresSection(rule), { ...values }])),
   };
