@@ -44,7 +44,12 @@ async function run(ruleName: string, file: string): Promise<number> {
     const manifests = new ManifestStore(driver, blobs, tags, { schema1: config.compatibility.schema1.enabled, index });
     const core = { driver, blobs, uploads: new UploadSessions(driver, blobs), manifests, tags, index };
     const remote = new Remote(rule.remote, logger.child({ component: 'replication', rule: rule.name }));
-    const summary = await runPull(rule, remote, core, emptyFigures(), logger, { now: Date.now });
+    let summary;
+    try {
+      summary = await runPull(rule, remote, core, emptyFigures(), logger, { now: Date.now });
+    } catch (err) {
+      return fail(`the run of ${rule.name} failed: ${(err as Error).message}`);
+    }
     console.log(JSON.stringify({ rule: rule.name, ...summary }, null, 2));
     return summary.failed > 0 ? 1 : 0;
   } finally {
