@@ -64,6 +64,7 @@ export const replicationFeature: Feature<ReplicationConfig> = {
       events: plan.events,
       withCore: (core) => plan.start(core, (task) => scheduler.every(task)),
       figures: () => plan.figures(),
+      close: () => plan.close(),
     };
   },
 };

@@ -24,6 +24,8 @@ export interface ReplicationPlan {
   /** once the core is built: the rules' tasks, handed to `schedule` */
   start(core: ReplicationCore, schedule: (task: PeriodicTask) => void): void;
   figures(): Record<string, Record<string, number>>;
+  /** at shutdown: every push and delete heard is written to its queue */
+  close(): Promise<void>;
 }
 
 export function replicationPlan(rules: readonly ReplicationRule[], options: { logger: Logger; clock: Clock; readOnly: boolean }): ReplicationPlan {
@@ -57,6 +59,9 @@ export function replicationPlan(rules: readonly ReplicationRule[], options: { lo
           );
         }
       }
+    },
+    close: async () => {
+      await Promise.all(pushes.map((push) => push.queued()));
     },
     figures: () => Object.fromEntries([...figures].map(([rule, values]) => [figuresSection(rule), { ...values }])),
   };

@@ -49,6 +49,8 @@ export class PushReplication {
   /** failed sends of the entry at the head of the queue */
   private attempts = new Map<string, number>();
   private stateLoaded = false;
+  /** queue writes under way: a shutdown waits for them (the registry stopped serving first) */
+  private readonly adding = new Set<Promise<void>>();
 
   constructor(
     private readonly rule: ReplicationRule,
@@ -67,7 +69,16 @@ export class PushReplication {
     const entry = this.entryOf(event);
     if (!entry) return;
     this.figures.pending++;
-    this.queue.add(entry).catch((err) => this.logger.error({ err, ...entry }, `replication ${this.rule.name}: could not queue the ${entry.action} of ${entry.repository}@${entry.digest}; it will not be replicated`));
+    const adding = this.queue
+      .add(entry)
+      .catch((err) => this.logger.error({ err, ...entry }, `replication ${this.rule.name}: could not queue the ${entry.action} of ${entry.repository}@${entry.digest}; it will not be replicated`))
+      .finally(() => this.adding.delete(adding));
+    this.adding.add(adding);
+  }
+
+  /** resolves once every event heard so far is in the queue's storage */
+  async queued(): Promise<void> {
+    await Promise.all([...this.adding]);
   }
 
   private entryOf({ action, target }: EventInput): QueueEntry | undefined {
