@@ -43,7 +43,7 @@ async function run(ruleName: string, file: string): Promise<number> {
     const tags = new TagStore(driver, { index });
     const manifests = new ManifestStore(driver, blobs, tags, { schema1: config.compatibility.schema1.enabled, index });
     const core = { driver, blobs, uploads: new UploadSessions(driver, blobs), manifests, tags, index };
-    const remote = new Remote(rule.remote, logger.child({ component: 'replication', rule: rule.name }));
+    const remote = new Remote(rule.remote, logger.child({ component: 'replication', rule: rule.name }), rule);
     let summary;
     try {
       summary = await runPull(rule, remote, core, emptyFigures(), logger, { now: Date.now });

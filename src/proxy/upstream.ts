@@ -35,6 +35,8 @@ export interface UpstreamOptions {
   realmhosts?: readonly string[];
   /** hosts besides the upstream's own (and its domain's) a blob download may be redirected to */
   redirecthosts?: readonly string[];
+  /** who asks, and where its credentials are configured, for the log of a refusal (default: the pull-through cache, `proxy`) */
+  client?: { name: string; keys: string; may: string };
 }
 
 export interface UpstreamRequest {
@@ -348,10 +350,11 @@ export class Upstream {
   private refused(status: number, retryAfter: string | undefined): UpstreamRefusedError {
     if ((status === 401 || status === 403) && !this.refusalsLogged.has(status)) {
       this.refusalsLogged.add(status);
+      const { name, keys, may } = this.options.client ?? { name: 'the pull-through cache', keys: 'proxy', may: 'pull the repository' };
       const fix = this.basic
-        ? 'check proxy.username and proxy.password, and that the account may pull the repository'
-        : 'the upstream needs credentials: set proxy.username and proxy.password';
-      this.logger.error({ status }, `the upstream registry refused the pull-through cache's request: ${fix}`);
+        ? `check ${keys}.username and ${keys}.password, and that the account may ${may}`
+        : `the upstream needs credentials: set ${keys}.username and ${keys}.password`;
+      this.logger.error({ status }, `the upstream registry refused ${name}'s request: ${fix}`);
     }
     return new UpstreamRefusedError(this.host, status, retryAfter);
   }

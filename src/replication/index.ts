@@ -40,7 +40,7 @@ export function replicationPlan(rules: readonly ReplicationRule[], options: { lo
     },
     start(core, schedule) {
       for (const rule of rules) {
-        const remote = new Remote(rule.remote, logger.child({ rule: rule.name, remote: new URL(rule.remote.url).host }));
+        const remote = new Remote(rule.remote, logger.child({ rule: rule.name, remote: new URL(rule.remote.url).host }), rule);
         const ruleFigures = figures.get(rule.name)!;
         if (rule.direction === 'push') {
           const push = new PushReplication(rule, remote, core, ruleFigures, options.clock, logger);

@@ -39,8 +39,9 @@ export class Remote {
   readonly counts: RemoteCounts = { requests: 0, manifestGets: 0, blobGets: 0, blobBytes: 0 };
   private readonly upstream: Upstream;
 
-  constructor(options: RemoteOptions, logger: Logger) {
-    this.upstream = new Upstream({ remoteurl: options.url, username: options.username, password: options.password, realmhosts: options.realmhosts, redirecthosts: options.redirecthosts, ...TIMEOUTS }, logger);
+  constructor(options: RemoteOptions, logger: Logger, rule?: { name: string; direction: 'pull' | 'push' }) {
+    const client = rule && { name: `replication rule ${rule.name}`, keys: `replication[name=${rule.name}].${rule.direction}`, may: rule.direction === 'pull' ? 'pull its repositories' : 'push to its repositories' };
+    this.upstream = new Upstream({ remoteurl: options.url, username: options.username, password: options.password, realmhosts: options.realmhosts, redirecthosts: options.redirecthosts, client, ...TIMEOUTS }, logger);
     this.host = this.upstream.host;
   }
 
