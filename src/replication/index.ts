@@ -46,7 +46,9 @@ export function replicationPlan(rules: readonly ReplicationRule[], options: { lo
           const push = new PushReplication(rule, remote, core, ruleFigures, options.clock, logger);
           pushes.push(push);
           schedule(push.task());
-        } else if (rule.interval !== undefined && !options.readOnly) {
+        } else if (rule.interval !== undefined && options.readOnly) {
+          logger.warn({ rule: rule.name }, `replication ${rule.name}: not scheduled, the registry is read-only (storage.maintenance.readonly)`);
+        } else if (rule.interval !== undefined) {
           schedule(
             sharedPass(core.driver, options.clock, logger, {
               name: `replication ${rule.name}`,
