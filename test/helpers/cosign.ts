@@ -6,8 +6,9 @@
  *   describe('signatures', needCosign(), () => { ... await runCosign(dir, ['sign', ...]) ... });
  *
  * runCosign() runs it asynchronously (a berth in this process must keep answering), offline: HOME
- * is the test's directory (no ~/.sigstore of the machine) and no Rekor, Fulcio or TUF is reached as
- * long as the test signs with a key pair and `--tlog-upload=false` / `--insecure-ignore-tlog=true`.
+ * is the test's directory (no ~/.sigstore of the machine), and every request off 127.0.0.0/8 goes
+ * to a proxy that does not exist, so a test that would need Rekor, Fulcio or TUF fails instead of
+ * reaching out (sign with a key pair and `--tlog-upload=false`, verify with `--insecure-ignore-tlog=true`).
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -34,7 +35,8 @@ export function needCosign(): { skip: string | false } {
  */
 export async function runCosign(dir: string, args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<{ stdout: string; stderr: string }> {
   assertTool(COSIGN, 'signing and verifying images with the real cosign');
-  const env = cleanEnv({ set: { HOME: dir, COSIGN_PASSWORD, COSIGN_YES: 'true', ...options.env } });
+  const offline = { HTTPS_PROXY: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9', NO_PROXY: '127.0.0.0/8,localhost', https_proxy: undefined, http_proxy: undefined, no_proxy: undefined };
+  const env = cleanEnv({ set: { HOME: dir, COSIGN_PASSWORD, COSIGN_YES: 'true', ...offline, ...options.env } });
   try {
     return await run(COSIGN, args, { cwd: dir, env, timeout: options.timeoutMs ?? 60_000, maxBuffer: 4 * 1024 * 1024 });
   } catch (err) {
