@@ -16,7 +16,8 @@
  *                          s3 for every S3 row, catalog-last for the deep catalog page, gc for
  *                          the offline garbage collection of a 3,000-repository root and gc-scale
  *                          for berth's on 1,000 and 10,000 repositories, proxy for
- *                          the pull-through cache rows)
+ *                          the pull-through cache rows, replication for berth's pull replication
+ *                          against skopeo sync and push replication, bench/lib/replication.ts)
  *   BENCH_CPU_PROFILE=DIR  run berth with node --cpu-prof, writing the profile into DIR on exit
  *                          (bench/profile-top.ts summarises it)
  *   BENCH_NODE_ARGS='...'  more node flags for berth (e.g. --max-semi-space-size=1, to measure V8 settings)
@@ -48,6 +49,7 @@ import { measure, settle } from './lib/process-stats.js';
 import { buildBerth, distributionVersion, filesystemBackend, s3Backend, S3_CHUNK_SIZE, startBerth, startDistribution, type Backend, type Registry, type RegistryName } from './lib/registries.js';
 import { renderMarkdown, renderSvg, toJSON, writeChart, type Machine, type Report, type S3Part, type ScenarioResult } from './lib/report.js';
 import { cephVersion, missingCephTool, startS3Store, type S3Store } from './lib/s3.js';
+import { measureReplication, renderReplication } from './lib/replication.js';
 import { measureScaling, SCALING_ID, type ScalingRow } from './lib/scaling.js';
 import { blobScenarios, skopeoScenarios, smallScenarios, tagsPerResponse, type Scenario, type SmallSettings } from './lib/scenarios.js';
 import { MiB } from './lib/stats.js';
@@ -339,6 +341,7 @@ async function main(): Promise<number> {
       gc = await measureGc(work, cli ?? buildBerth(), quick ? 300 : GC_REPOSITORIES, quick ? 1 : 3, log);
     }
     if (wanted('gc-scale')) gcScale = await measureGcScale(work, cli ?? buildBerth(), quick ? [100, 1000] : [1000, 10_000], log);
+    if (wanted('replication')) notes.push(...renderReplication(await measureReplication(work, cli, quick ? 40 : 200, quick ? 64 : 1024, log)));
   } finally {
     await Promise.allSettled(running.map((r) => r.stop()));
     await store?.stop();

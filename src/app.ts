@@ -30,6 +30,7 @@ import { uploadSecret } from './http/secret.js';
 import { UploadStateSigner } from './http/upload-state.js';
 import { URLBuilder } from './http/urls.js';
 import { createLogger } from './log.js';
+import { teeEvents } from './notifications/events.js';
 import { Notifier } from './notifications/notifier.js';
 import { BlobStore } from './registry/blobs.js';
 import { Catalog } from './registry/catalog.js';
@@ -116,6 +117,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const stored = new StoredContent(blobs, manifests, tags);
   const core = { driver, blobs, uploads, manifests, tags, logger, index };
   const content = enabled.reduce((inner, parts) => parts.contentSource?.(core, inner) ?? inner, stored as ContentSource);
+  for (const parts of enabled) parts.withCore?.(core);
+  const events = teeEvents([notifier, ...enabled.flatMap((parts) => (parts.events ? [parts.events] : []))]);
   await driver.ready?.(); // e.g. the S3 bucket exists: fail at start, not on the first push
   const secret = await uploadSecret(config.http.secret, driver, { readOnly: config.storage.maintenance.readonly.enabled, logger });
   const prefix = normalisePrefix(config.http.prefix);
@@ -142,7 +145,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       uploadState: new UploadStateSigner(secret),
       catalogCursors: new CatalogCursors(secret),
       urls: new URLBuilder({ host: config.http.host, prefix, relative: config.http.relativeurls }),
-      events: notifier,
+      events,
       pulls: enabled.find((parts) => parts.pulls)?.pulls,
       requestMetrics: enabled.find((parts) => parts.requestMetrics)?.requestMetrics,
       health: monitor,

@@ -21,6 +21,11 @@ export const COMMANDS: Record<string, string> = {
     report every difference between the metadata index and storage; exit 1 if there is any`,
   index: `berth index rebuild CONFIG.yml
     make the metadata index (the metadata block) hold what storage holds, from a walk of storage`,
+  replicate: `berth replicate run RULE CONFIG.yml
+    one run of the pull rule RULE of replication, now (beside a running registry; a re-run copies
+    only what is missing)
+  berth replicate status CONFIG.yml
+    every replication rule's state as JSON: its figures, its last error, what a push rule is behind`,
   uploads: `berth uploads purge [--older-than DURATION] [--dry-run] CONFIG.yml
     delete the uploads started longer ago than DURATION (default: storage.maintenance.uploadpurging.age)`,
 };

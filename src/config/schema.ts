@@ -638,6 +638,61 @@ const proxy = z
     }
   });
 
+/**
+ * replication: rules that copy content between berth and other registries on purpose
+ * (src/replication/). A rule pulls from a remote registry (on `interval`, or once with
+ * `berth replicate run`) or pushes every local push (and, with `deletes`, every delete) to it.
+ */
+const replicationRemote = z.strictObject({
+  url: remoteurl,
+  username: upstreamKeys.username,
+  password: upstreamKeys.password,
+  passwordfile: upstreamKeys.passwordfile,
+  realmhosts: upstreamKeys.realmhosts,
+  redirecthosts: upstreamKeys.redirecthosts,
+});
+
+/** an index's child kept by a pull rule: `os/architecture` or `os/architecture/variant` */
+const platform = z.string().regex(/^[a-z0-9]+\/[a-z0-9_]+(\/[a-z0-9]+)?$/, 'expected a platform such as "linux/amd64" or "linux/arm64/v8"');
+
+const replicationRule = z
+  .strictObject({
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'expected a rule name of lowercase letters, digits, "-" and "_", e.g. "upstream-lib"'),
+    pull: replicationRemote.optional(),
+    push: replicationRemote.optional(),
+    repositories: z.array(repositoryGlob).min(1, 'name at least one repository glob, e.g. ["**"] or ["lib/*"]'),
+    /** regular expressions a tag must match (any of them); unset: every tag */
+    tags: z.array(pattern).min(1).optional(),
+    /** pull only: the children of an index to copy (the others are left out); unset: every child */
+    platforms: z.array(platform).min(1).optional(),
+    /** pull only: how often the rule runs; unset: only `berth replicate run` */
+    interval: duration.refine((ms) => ms >= 1000, { message: 'expected a duration of at least 1s, e.g. "1h"' }).optional(),
+    /** push only: a local delete deletes the manifest on the remote too */
+    deletes: bool.default(false),
+    /** requests at once against the remote (pull: repositories and blobs copied at once) */
+    concurrency: int(1).default(8),
+    onlysigned: bool
+      .default(false)
+      .refine((on) => !on, { message: 'onlysigned needs the signature policy, which this version of berth does not have yet: remove onlysigned (or set it to false) to replicate every matching image' }),
+  })
+  .superRefine((rule, ctx) => {
+    if ((rule.pull === undefined) === (rule.push === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'a rule sets pull (copy from the remote into berth) or push (copy local pushes to the remote), not both or neither' });
+      return;
+    }
+    const remote = (rule.pull ?? rule.push)!;
+    checkCredentials(remote, ctx, rule.pull ? 'pull' : 'push');
+    if (rule.push && rule.interval !== undefined) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'interval is for pull rules: a push rule sends each local push as it happens' });
+    if (rule.push && rule.platforms !== undefined) ctx.addIssue({ code: 'custom', path: ['platforms'], message: 'platforms is for pull rules: a push rule sends what was pushed, whole' });
+    if (rule.pull && rule.deletes) ctx.addIssue({ code: 'custom', path: ['deletes'], message: 'deletes is for push rules: a pull rule never deletes' });
+  });
+
+const replication = z.array(replicationRule).superRefine((rules, ctx) => {
+  rules.forEach((rule, i) => {
+    if (rules.slice(0, i).some((other) => other.name === rule.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `rule name ${rule.name} is used twice: each rule needs its own name` });
+  });
+});
+
 /** berth's own: a token bucket per client */
 const ratelimit = z.strictObject({
   rate: z.union([z.number(), z.string().regex(/^\d+(\.\d+)?$/).transform(Number)]).pipe(z.number().positive('expected requests per second, above 0')),
@@ -720,6 +775,7 @@ export const configSchema = z.strictObject({
   middleware,
   ui,
   metadata: metadata.optional(),
+  replication: replication.optional(),
 })
   .refine((c) => c.http.workers === 1 || c.ratelimit === undefined || c.redis !== undefined, {
     message: 'with several workers each would keep its own buckets, allowing workers × rate: set redis (the buckets are then shared), or http.workers: 1',

@@ -12,6 +12,7 @@ import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
 import type { BrowseReads, Pages, RequestMetrics } from '../http/context.js';
 import type { HealthMonitor } from '../health/monitor.js';
 import type { Readiness } from '../health/readiness.js';
+import type { EventSink } from '../notifications/events.js';
 import type { Notifier } from '../notifications/notifier.js';
 import type { BlobGuard, BlobStore } from '../registry/blobs.js';
 import type { PullSink } from '../registry/activity.js';
@@ -96,6 +97,10 @@ export interface FeatureParts {
   health?: HealthMonitor;
   /** once the core is built, before the registry listens */
   attach?(running: Running): void;
+  /** the registry core, once built (replication writes and reads through it) */
+  withCore?(core: Core): void;
+  /** told what the edge reports (pushes, deletes), beside the notification endpoints */
+  events?: EventSink;
   /** once the registry listens; resolves to the URL of a listener of the feature's own, if any */
   listening?(running: Running): Promise<string | void>;
   /** at shutdown, after the registry stopped serving (features close in reverse order) */

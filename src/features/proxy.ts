@@ -39,7 +39,7 @@ export const proxyFeature: Feature<ProxyConfig> = {
 };
 
 /** the password, from the configuration or its file (without the file's final newline) */
-async function password(credentials: Credentials, key: string): Promise<string | undefined> {
+export async function password(credentials: Omit<Credentials, 'remoteurl'>, key: string): Promise<string | undefined> {
   if (credentials.passwordfile === undefined) return credentials.password;
   try {
     return (await readFile(credentials.passwordfile, 'utf8')).replace(/\r?\n$/, '');

@@ -63,3 +63,16 @@ export interface EventSink {
   /** true when some endpoint may want events (lets callers skip building them) */
   readonly active: boolean;
 }
+
+/** one sink that tells every one of `sinks` (the notification endpoints, replication); active when any is */
+export function teeEvents(sinks: readonly EventSink[]): EventSink {
+  if (sinks.length === 1) return sinks[0];
+  return {
+    get active() {
+      return sinks.some((sink) => sink.active);
+    },
+    emit(event) {
+      for (const sink of sinks) if (sink.active) sink.emit(event);
+    },
+  };
+}

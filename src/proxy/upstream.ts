@@ -35,12 +35,19 @@ export interface UpstreamOptions {
   realmhosts?: readonly string[];
   /** hosts besides the upstream's own (and its domain's) a blob download may be redirected to */
   redirecthosts?: readonly string[];
+  /** who asks, and where its credentials are configured, for the log of a refusal (default: the pull-through cache, `proxy`) */
+  client?: { name: string; keys: string; may: string };
 }
 
 export interface UpstreamRequest {
-  method: 'GET' | 'HEAD';
+  /** GET and HEAD for the cache; replication (src/replication/) also writes to its remote */
+  method: 'GET' | 'HEAD' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
   /** the repository (for the token's scope) */
   repository: string;
+  /** the token scope when not `repository:<name>:pull` (the catalog's, or a push's `pull,push`) */
+  scope?: string;
+  /** a write's body, made again for each send (a 401 is answered by sending again) */
+  body?: () => Buffer | Readable;
   /** the path below the upstream's /v2/, e.g. `library/alpine/manifests/latest` */
   path: string;
   headers?: Record<string, string>;
@@ -131,7 +138,7 @@ export class Upstream {
    */
   async request(local: UpstreamRequest): Promise<UpstreamResponse> {
     const req = this.upstreamNamed(local);
-    const scope = `repository:${req.repository}:pull`;
+    const scope = req.scope ?? `repository:${req.repository}:pull`;
     let authorization = await this.knownAuthorization(scope);
     let res = await this.send(req, authorization);
     if (res.status === 401) {
@@ -274,17 +281,22 @@ export class Upstream {
   private send(req: UpstreamRequest, authorization: string | undefined): Promise<UpstreamResponse> {
     const headers: Record<string, string> = { 'user-agent': 'berth-pull-through-cache', ...req.headers };
     if (authorization) headers.authorization = authorization;
-    return this.fetch(new URL(req.path, this.base), req.method, headers, req.timeoutMs, req.signal, `${req.method} ${req.path}`);
+    return this.fetch(new URL(req.path, this.base), req.method, headers, req.timeoutMs, req.signal, `${req.method} ${req.path}`, req.body?.());
+  }
+
+  /** the upstream's base URL (`…/v2/`): a Location it answers must stay on its origin to get the credentials */
+  get baseURL(): URL {
+    return new URL(this.base);
   }
 
   /** one request with a deadline for the response headers; failures become UpstreamUnavailableError */
-  private async fetch(url: URL, method: 'GET' | 'HEAD', headers: Record<string, string>, timeoutMs: number, signal: AbortSignal | undefined, what: string): Promise<UpstreamResponse> {
+  private async fetch(url: URL, method: UpstreamRequest['method'], headers: Record<string, string>, timeoutMs: number, signal: AbortSignal | undefined, what: string, body?: Buffer | Readable): Promise<UpstreamResponse> {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
     try {
       // undici's request follows no redirect: followRedirects() checks each target. The signal
       // aborts the body too (a blob fetch's idle timer, a client leaving).
-      const res = await send(url, { method, headers, signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal });
+      const res = await send(url, { method, headers, body, signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal });
       return new UpstreamResponse(url, res.statusCode, res.headers, res.body);
     } catch (err) {
       throw this.unavailable(deadline.signal.aborted ? `no answer to ${what} within ${timeoutMs / 1000}s` : describe(err));
@@ -338,10 +350,11 @@ export class Upstream {
   private refused(status: number, retryAfter: string | undefined): UpstreamRefusedError {
     if ((status === 401 || status === 403) && !this.refusalsLogged.has(status)) {
       this.refusalsLogged.add(status);
+      const { name, keys, may } = this.options.client ?? { name: 'the pull-through cache', keys: 'proxy', may: 'pull the repository' };
       const fix = this.basic
-        ? 'check proxy.username and proxy.password, and that the account may pull the repository'
-        : 'the upstream needs credentials: set proxy.username and proxy.password';
-      this.logger.error({ status }, `the upstream registry refused the pull-through cache's request: ${fix}`);
+        ? `check ${keys}.username and ${keys}.password, and that the account may ${may}`
+        : `the upstream needs credentials: set ${keys}.username and ${keys}.password`;
+      this.logger.error({ status }, `the upstream registry refused ${name}'s request: ${fix}`);
     }
     return new UpstreamRefusedError(this.host, status, retryAfter);
   }

@@ -182,6 +182,16 @@ export function scheduleState(task: string): string {
   return `${BERTH_STATE}/schedule/${task}.json`;
 }
 
+/** replication (src/replication/): a rule's state (last run, last error) */
+export function replicationState(rule: string): string {
+  return `${BERTH_STATE}/replication/${rule}/state.json`;
+}
+
+/** replication: a push rule's queue of pushes and deletes still to send, one file each, in name order */
+export function replicationQueue(rule: string): string {
+  return `${BERTH_STATE}/replication/${rule}/queue`;
+}
+
 /**
  * berth's referrers index (OCI 1.1): one directory per subject that has referrers, by the
  * subject's algorithm: referrers/<subject algorithm>/<subject hex>/<referrer algorithm>/<referrer hex>

@@ -37,6 +37,7 @@ const FORBIDDEN: [string, string[]][] = [
   ['registry/', ['http/', 'proxy/', 'ui/', 'auth/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts', 'cli.ts']],
   ['http/', ['ui/', 'features/', 'cli/', 'runtime/', 'config/schema.ts', 'app.ts', 'cli.ts']],
   ['proxy/', ['http/', 'ui/', 'features/', 'cli/', 'runtime/', 'config/schema.ts', 'app.ts', 'cli.ts']],
+  ['replication/', ['http/', 'ui/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts', 'cli.ts']],
   ['auth/', ['http/', 'ui/', 'features/', 'cli/', 'runtime/', 'config/schema.ts', 'app.ts', 'cli.ts']],
   ['notifications/', ['registry/', 'http/', 'features/', 'cli/', 'runtime/', 'config/schema.ts', 'app.ts']],
   ['scheduler/', ['registry/', 'storage/', 'http/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts']],
