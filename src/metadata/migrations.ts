@@ -74,8 +74,9 @@ function initial(engine: Engine): Migration {
 
 /**
  * The text columns that are compared, sorted, joined or matched by prefix (names, digests, times):
- * every one a listing or a join may touch, so no comparison mixes two collations (PostgreSQL
- * refuses that). JSON documents (platforms, labels, annotations) and `index_state.value` are not.
+ * every one a listing may sort or page by, whichever table a query starts from (a comparison of a
+ * "C" column with a default one is made in "C", but a sort on the default one alone would be the
+ * locale's). JSON documents (platforms, labels, annotations) and `index_state.value` are not.
  */
 export const BYTE_ORDER_COLUMNS: Record<string, string[]> = {
   repositories: ['name'],

@@ -1,6 +1,6 @@
 /**
  * `berth verify --index` and `berth index rebuild` as commands, on both engines (SQLite and
- * PostgreSQL) and on filesystem and S3 (Ceph) storage: every kind of difference verify compares
+ * PostgreSQL) on filesystem storage, and PostgreSQL on S3 (Ceph): every kind of difference verify compares
  * (a repository missing from either side, `_manifests` disagreeing, a manifest missing from either
  * side or a field of its record differing, a tag, blob links missing from either side or their
  * size) is reported on a line of its own, exit 1; `berth index rebuild` repairs the drift and keeps
@@ -69,7 +69,8 @@ after(async () => {
 });
 
 for (const engine of ENGINES) {
-  for (const storage of STORAGES) {
+  // S3 with PostgreSQL only: the several-instance deployment (each run of the command starts a process)
+  for (const storage of STORAGES.filter((s) => s.driver === 'filesystem' || engine.name === 'PostgreSQL')) {
     describe(`berth verify --index and berth index rebuild: ${engine.name} on ${storage.name}`, engine.options.skip ? engine.options : storage.options, () => {
       const registries: TestRegistry[] = [];
       const indexes: MetadataIndex[] = [];
@@ -124,7 +125,7 @@ for (const engine of ENGINES) {
           `team/app@${GHOST}: manifest in the index, not in storage`,
           `team/app@${app.digest}: labels is ${JSON.stringify(record.labels)} in storage, {"changed":"yes"} in the index`,
           `team/web: in storage, not in the index`,
-        ]);
+        ].sort());
         assert.equal(lines.at(-1), '7 differences between the index and storage (berth index rebuild repairs them)');
 
         const rebuilt = await berth('index', 'rebuild', file);

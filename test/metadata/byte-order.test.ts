@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Kysely, Migrator, PostgresDialect } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { MetadataIndex } from '../../src/metadata/metadata-index.js';
 import { migrator } from '../../src/metadata/migrations.js';
@@ -47,6 +47,13 @@ async function assertByteOrder(index: MetadataIndex): Promise<void> {
   assert.deepEqual(
     tagsAfter.map((t) => t.name),
     ['a-b', 'a.b'],
+  );
+  // the catalog's key (storage lists component by component: '/' as \x01, below every character
+  // of a name) inherits the column's collation, so it is byte order too
+  const catalog = await index.db.selectFrom('repositories').select('name').orderBy(sql`replace(name, '/', ${'\x01'})`).execute();
+  assert.deepEqual(
+    catalog.map((r) => r.name),
+    ['a/b', 'a-b', 'a.b', 'a0', 'a_b', 'ab'],
   );
   // a namespace's repositories by prefix, as usage and search ask
   const namespace = await index.db.selectFrom('repositories').select('name').where('name', 'like', 'a/%').orderBy('name').execute();
