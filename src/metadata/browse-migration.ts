@@ -30,15 +30,16 @@ const INDEXES = [
   'CREATE INDEX manifest_values_by_value ON manifest_values (value, repository, digest)',
 ];
 
-function columns(big: string): string[] {
+/** `text`: the type of a compared or sorted text column (byte order on PostgreSQL: migrations.ts, `textKey`) */
+function columns(big: string, text: string): string[] {
   return [
     `ALTER TABLE repositories ADD COLUMN total_size ${big} NOT NULL DEFAULT 0`,
-    `ALTER TABLE repositories ADD COLUMN last_pushed_at text NOT NULL DEFAULT ''`,
+    `ALTER TABLE repositories ADD COLUMN last_pushed_at ${text} NOT NULL DEFAULT ''`,
     `ALTER TABLE repositories ADD COLUMN total_pulls ${big} NOT NULL DEFAULT 0`,
     `ALTER TABLE repositories ADD COLUMN tag_count ${big} NOT NULL DEFAULT 0`,
     `ALTER TABLE tags ADD COLUMN manifest_size ${big} NOT NULL DEFAULT 0`,
     `CREATE TABLE manifest_values (
-      repository text NOT NULL, digest text NOT NULL, kind text NOT NULL, key text NOT NULL, value text NOT NULL,
+      repository ${text} NOT NULL, digest ${text} NOT NULL, kind ${text} NOT NULL, key ${text} NOT NULL, value ${text} NOT NULL,
       PRIMARY KEY (repository, digest, kind, key))`,
   ];
 }
@@ -167,7 +168,7 @@ const POSTGRES_TRIGGERS = [
 /** the step for PostgreSQL (`postgres`) or SQLite */
 export function browseStep(postgres: boolean): Migration {
   const statements = [
-    ...columns(postgres ? 'bigint' : 'integer'),
+    ...columns(postgres ? 'bigint' : 'integer', postgres ? 'text COLLATE "C"' : 'text'),
     ...BACKFILL,
     `INSERT INTO manifest_values (repository, digest, kind, key, value) SELECT * FROM (${valueRows(postgres ? postgresEntries : sqliteEntries, 'm', 'manifests m, ')}) v WHERE true ON CONFLICT DO NOTHING`,
     ...(postgres ? POSTGRES_TRIGGERS : SQLITE_TRIGGERS),
