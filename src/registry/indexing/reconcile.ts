@@ -112,6 +112,7 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     await versions.forget(name);
     summary.dropped++;
   }
+  if (options.full) await index.dropUnlinkedBlobs(); // as a rebuild ends
   return summary;
 }
 
