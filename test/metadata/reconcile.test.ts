@@ -91,6 +91,24 @@ describe('the reconciler', () => {
     assert.deepEqual(await differences(driver, index), []);
   });
 
+  it('without directory tokens (as on S3) fingerprints by a walk: skips what did not change, sees a tag rewritten in place', async () => {
+    const registry = await startBerth({});
+    registries.push(registry);
+    const root = registry.root!;
+    const [one, two] = [buildImage('oci-manifest'), buildImage('oci-manifest')];
+    await pushImageOK(registry.url, 'walk/app', one, 'v1');
+    await pushImageOK(registry.url, 'walk/app', two, 'v2');
+    // a driver that never vouches for a directory, as S3's
+    const driver = new FilesystemDriver({ rootdirectory: root, settleMs: Number.MAX_SAFE_INTEGER });
+    const index = await freshIndex(root);
+    assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).read, 1);
+    assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).skipped, 1);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // a later mtime than the pass saw
+    await writeFile(join(root, `${REPOS}/walk/app/_manifests/tags/v1/current/link`), two.digest);
+    assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).read, 1);
+    assert.deepEqual(await differences(driver, index), []);
+  });
+
   it('does not trust a fingerprint of files changed within the settle time: the next pass reads the repository again', async () => {
     const registry = await startBerth({});
     registries.push(registry);

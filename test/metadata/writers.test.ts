@@ -6,7 +6,12 @@
  * excepted: it changes nothing the index holds).
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
 import { openMetadataIndex } from '../../src/features/metadata.js';
 import { collectGarbage } from '../../src/registry/gc/index.js';
 import { collectOnline } from '../../src/registry/gc/online.js';
@@ -43,6 +48,8 @@ async function deleteManifest(registry: TestRegistry, name: string, digest: stri
   assert.equal((await fetch(`${registry.url}/v2/${name}/manifests/${digest}`, { method: 'DELETE' })).status, 202);
 }
 
+const run = promisify(execFile);
+const CLI = join(import.meta.dirname, '../../src/cli.ts');
 const LATER = Date.now() + 365 * 86_400_000;
 
 describe('the writers outside the request path keep the index equal to storage', () => {
@@ -55,15 +62,30 @@ describe('the writers outside the request path keep the index equal to storage',
     assert.deepEqual(await indexDifferences(registry), []);
   });
 
-  it('online garbage collection: untagged manifests deleted, blobs moved to the trash under links that stay', async () => {
+  it('`berth garbage-collect --delete-untagged` tells the index of the configuration', async () => {
+    const registry = await start();
+    await pushImageOK(registry.url, 'cli/app', buildImage('oci-manifest'), 'v1');
+    await pushImageOK(registry.url, 'cli/app', buildImage('docker-v2')); // untagged
+    const file = join(registry.root!, 'gc.yml');
+    await writeFile(file, stringify({ version: '0.1', log: { level: 'error' }, storage: { filesystem: { rootdirectory: registry.root }, maintenance: { readonly: { enabled: true } } }, metadata: {} }));
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, 'garbage-collect', '--delete-untagged', '--quiet', file]);
+    assert.match(stdout, /deleted 1 manifests/);
+    assert.deepEqual(await indexDifferences(registry), []);
+  });
+
+  it('online garbage collection: untagged manifests deleted, blobs deleted from the trash under links that stay', async () => {
     const registry = await start();
     await pushImageOK(registry.url, 'online/app', buildImage('oci-manifest'), 'v1');
     await pushImageOK(registry.url, 'online/app', buildImage('docker-v2')); // untagged
     const deleted = await pushImageOK(registry.url, 'online/app', buildImage('docker-v2'), 'gone');
     await deleteManifest(registry, 'online/app', deleted.digest); // its layers' links stay, unreferenced
-    const summary = await withIndex(registry, (index) => collectOnline(registry.app.driver, { delayMs: -60_000, dryRun: false, deleteUntagged: true, index }));
-    assert.equal(summary.manifestsDeleted, 1);
-    assert.ok(summary.blobsTrashed >= 3, JSON.stringify(summary));
+    const collect = () => withIndex(registry, (index) => collectOnline(registry.app.driver, { delayMs: -60_000, dryRun: false, deleteUntagged: true, index }));
+    const first = await collect();
+    assert.equal(first.manifestsDeleted, 1);
+    assert.ok(first.blobsTrashed >= 3, JSON.stringify(first));
+    assert.deepEqual(await indexDifferences(registry), []); // in the trash: still linked, as a request takes it back
+    const second = await collect(); // empties the trash
+    assert.ok(second.blobsPurged >= 3, JSON.stringify(second));
     assert.deepEqual(await indexDifferences(registry), []);
   });
 

@@ -94,11 +94,12 @@ export async function collectOnline(driver: StorageDriver, options: OnlineOption
   });
   summary.marked = marked.size;
 
-  // blobs whose content left blobs/ or came back: the `_layers` links to them stay, and the index counts a link only to content that is there
-  const moved = new Set<string>();
-  await emptyTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, moved });
-  await sweepIntoTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, moved });
-  if (options.index && moved.size > 0) await reindexLinking(driver, options.index, moved);
+  // blobs deleted from the trash for good: the `_layers` links to them stay, and the index counts
+  // a link only to content that is there (in blobs/ or, still recoverable, in the trash: facts.ts)
+  const purged = new Set<string>();
+  await emptyTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, purged });
+  await sweepIntoTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, purged });
+  if (options.index && purged.size > 0) await reindexLinking(driver, options.index, purged);
   summary.durationMs = now() - started;
   return summary;
 }
@@ -111,8 +112,8 @@ interface Pass {
   dryRun: boolean;
   report: (line: string) => void;
   summary: OnlineSummary;
-  /** digests whose content this collection moved (to the trash or back) */
-  moved: Set<string>;
+  /** digests whose content this collection deleted from the trash for good */
+  purged: Set<string>;
 }
 
 async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> {
@@ -132,7 +133,6 @@ async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> 
       return;
     }
     if (!(await moveIfThere(driver, layout.blobData(digest), layout.gcTrashData(digest)))) return;
-    pass.moved.add(digest);
     await driver.putContent(trashedMarker(digest), Buffer.alloc(0));
     const after = await readTouch(driver, digest);
     if (after && after.token !== before?.token) {
@@ -161,7 +161,7 @@ async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
     if (pass.marked.has(digest) || pass.recent(await readTouch(driver, digest))) {
       report(`blob in use again, restored from the trash: ${digest}`);
       if (pass.dryRun) return;
-      if ((await unlessMissing(driver.stat(layout.blobData(digest)))) === undefined && (await moveIfThere(driver, layout.gcTrashData(digest), layout.blobData(digest)))) pass.moved.add(digest);
+      if ((await unlessMissing(driver.stat(layout.blobData(digest)))) === undefined) await moveIfThere(driver, layout.gcTrashData(digest), layout.blobData(digest));
       await unlessMissing(driver.delete(layout.gcTrashDir(digest)));
       summary.blobsRestored++;
       return;
@@ -176,7 +176,9 @@ async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
     report(`blob deleted from the trash: ${digest} (${data.size} bytes)`);
     summary.blobsPurged++;
     summary.bytesFreed += data.size;
-    if (!pass.dryRun) await unlessMissing(driver.delete(layout.gcTrashDir(digest)));
+    if (pass.dryRun) return;
+    await unlessMissing(driver.delete(layout.gcTrashDir(digest)));
+    pass.purged.add(digest);
   });
 }
 

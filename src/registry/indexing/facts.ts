@@ -41,7 +41,8 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string): 
   const layers = await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm));
   await forEach(layers.digests, READS, async (digest) => {
     if (!(await linksTo(driver, layout.layerLink(name, digest), digest))) return;
-    const size = (await unlessMissing(driver.stat(layout.blobData(digest))))?.size;
+    // content online collection moved to its trash still counts: a request takes it back (gc/touch.ts)
+    const size = (await unlessMissing(driver.stat(layout.blobData(digest))))?.size ?? (await unlessMissing(driver.stat(layout.gcTrashData(digest))))?.size;
     if (size !== undefined) blobs.push({ digest, size });
   });
   return {

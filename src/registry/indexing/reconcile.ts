@@ -16,7 +16,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { MetadataIndex } from '../../metadata/metadata-index.js';
+import { REBUILT_KEY, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { StorageVersions } from '../../metadata/storage-versions.js';
 import type { Clock } from '../../scheduler/clock.js';
 import type { PeriodicTask } from '../../scheduler/scheduler.js';
@@ -112,6 +112,7 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     await versions.forget(name);
     summary.dropped++;
   }
+  if (options.full) await index.dropUnlinkedBlobs(); // as a rebuild ends
   return summary;
 }
 
@@ -205,7 +206,8 @@ export function reconcileTask(driver: StorageDriver, index: MetadataIndex, inter
       // a pass longer than the interval leaves as much time idle after it as it took: the
       // reconciler keeps at most half of a core busy on a registry too large for its interval
       if (started - lastEnded < lastDuration) return;
-      const lastFull = Date.parse((await index.state(FULL_PASS_KEY)) ?? '');
+      // a rebuild (berth index rebuild, or the one at start-up over an existing root) is a full pass too
+      const lastFull = Math.max(...(await Promise.all([index.state(FULL_PASS_KEY), index.state(REBUILT_KEY)])).map((at) => Date.parse(at ?? '')).filter((t) => !Number.isNaN(t)), -Infinity);
       const full = !(started - lastFull < FULL_PASS_MS);
       const summary = await reconcileIndex(driver, index, { full, signal, failed: (name, err) => logger.warn({ err, repository: name }, 'index reconciliation: could not reconcile a repository (the next pass tries again)') });
       if (full) await index.setState(FULL_PASS_KEY, new Date(started).toISOString());

@@ -29,9 +29,10 @@ export async function inStorage(driver: StorageDriver, name: string): Promise<bo
 }
 
 /**
- * every repository with a `_layers` link to one of `digests`, reindexed: after a pass moved blobs'
- * content away or back (online collection's trash), which changes what the links count for
- * (facts.ts counts a link only to content that is there). One listing of `_layers` per repository.
+ * every repository with a `_layers` link to one of `digests`, reindexed: after a pass deleted
+ * blobs' content under links that stay (online collection emptying its trash), which changes what
+ * the links count for (facts.ts counts a link only to content that is there). One listing of
+ * `_layers` per repository.
  */
 export async function reindexLinking(driver: StorageDriver, index: RepositorySink, digests: ReadonlySet<string>): Promise<void> {
   await forEach(repositoryNames(driver), 8, async (name) => {
