@@ -91,6 +91,28 @@ describe('the reconciler', () => {
     assert.deepEqual(await differences(driver, index), []);
   });
 
+  it('does not undo a write of the request path that lands between its read of storage and its write of the rows', async () => {
+    const registry = await startBerth({ metadata: { enabled: false } });
+    registries.push(registry);
+    const root = registry.root!;
+    const image = buildImage('oci-manifest');
+    await pushImageOK(registry.url, 'race/app', image, 'v1');
+    const driver = new FilesystemDriver({ rootdirectory: root, settleMs: 0 });
+    const index = await freshIndex(root);
+    // a push's index write (its storage write came after the pass read storage) just before the pass writes
+    const racing = Object.create(index) as MetadataIndex;
+    racing.replaceRepository = async (facts, hasManifests, expectChanges) => {
+      await index.tagMoved('race/app', 'pushed-meanwhile', image.digest);
+      return index.replaceRepository(facts, hasManifests, expectChanges);
+    };
+    const pass = await reconcileIndex(driver, racing, { storeNow: settled });
+    assert.deepEqual({ read: pass.read, deferred: pass.deferred }, { read: 0, deferred: 1 });
+    assert.deepEqual((await index.readRepository('race/app'))?.tags.map((t) => t.name), ['pushed-meanwhile'], "the request path's row stays");
+    // the next pass reads the repository again
+    const next = await reconcileIndex(driver, index, { storeNow: settled });
+    assert.equal(next.read, 1);
+  });
+
   it('without directory tokens (as on S3) fingerprints by a walk: skips what did not change, sees a tag rewritten in place', async () => {
     const registry = await startBerth({});
     registries.push(registry);

@@ -16,7 +16,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { REBUILT_KEY, type MetadataIndex } from '../../metadata/metadata-index.js';
+import { REBUILT_KEY, RepositoryChangedError, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { StorageVersions } from '../../metadata/storage-versions.js';
 import type { Clock } from '../../scheduler/clock.js';
 import type { PeriodicTask } from '../../scheduler/scheduler.js';
@@ -83,6 +83,7 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
         summary.skipped++;
         return;
       }
+      const changes = await index.changesOf(name);
       const facts = await readRepositoryFacts(driver, name);
       // a write landed while the repository was read: what was read may be older than what that
       // write told the index; the next pass reads it again
@@ -95,11 +96,17 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
       let differs = !rows;
       if (rows) compareRepository(facts, rows, () => (differs = true));
       // equal already (most repositories of a full pass): nothing to write
-      if (differs) await index.replaceRepository(facts, facts.hasManifests);
+      if (differs) await index.replaceRepository(facts, facts.hasManifests, changes);
       if (before.settled) await versions.set(name, before.version);
       else await versions.forget(name);
       summary.read++;
     } catch (err) {
+      if (err instanceof RepositoryChangedError) {
+        // the request path wrote to it between the read and the write (and told the index): next pass
+        await versions.forget(name);
+        summary.deferred++;
+        return;
+      }
       summary.failed++;
       options.failed?.(name, err);
     }
@@ -107,10 +114,11 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
   options.signal?.throwIfAborted();
   for (const name of await index.repositoryNames()) {
     // created after the walk passed its place: it is in storage, and stays
+    const changes = await index.changesOf(name);
     if (seen.has(name) || (await inStorage(driver, name))) continue;
-    await index.dropRepository(name);
     await versions.forget(name);
-    summary.dropped++;
+    if (await index.dropRepository(name, changes)) summary.dropped++;
+    else summary.deferred++;
   }
   if (options.full) await index.dropUnlinkedBlobs(); // as a rebuild ends
   return summary;

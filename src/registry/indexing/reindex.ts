@@ -4,6 +4,7 @@
  * for each repository whose storage changed. A repository storage no longer has (neither
  * `_manifests` nor `_layers`) is dropped.
  */
+import { RepositoryChangedError } from '../../metadata/metadata-index.js';
 import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import { listDigests } from '../digest-dirs.js';
 import { repositoryNames } from '../gc/repositories.js';
@@ -12,14 +13,25 @@ import { forEach } from '../pool.js';
 import { readRepositoryFacts } from './facts.js';
 import type { RepositorySink } from './sink.js';
 
+/** reads of a repository written to by requests meanwhile, before the pass gives up on it (the reconciler takes it later) */
+const REINDEX_ATTEMPTS = 3;
+
 export async function reindexRepository(driver: StorageDriver, index: RepositorySink, name: string): Promise<'replaced' | 'dropped'> {
-  if (!(await inStorage(driver, name))) {
-    await index.dropRepository(name);
-    return 'dropped';
+  // a push landing while storage is read would be undone by rows read before it: read again
+  for (let attempt = 1; ; attempt++) {
+    const changes = await index.changesOf(name);
+    try {
+      if (!(await inStorage(driver, name))) {
+        if (await index.dropRepository(name, changes)) return 'dropped';
+        throw new RepositoryChangedError(name);
+      }
+      const facts = await readRepositoryFacts(driver, name);
+      await index.replaceRepository(facts, facts.hasManifests, changes);
+      return 'replaced';
+    } catch (err) {
+      if (!(err instanceof RepositoryChangedError) || attempt === REINDEX_ATTEMPTS) throw err;
+    }
   }
-  const facts = await readRepositoryFacts(driver, name);
-  await index.replaceRepository(facts, facts.hasManifests);
-  return 'replaced';
 }
 
 /** storage's rule for a repository directory (gc/repositories.ts): it has `_manifests` or `_layers` */

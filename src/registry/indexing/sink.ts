@@ -24,8 +24,13 @@ export interface IndexSink {
  * (reindex.ts). MetadataIndex is one; a pass without an index is given none.
  */
 export interface RepositorySink {
-  /** the repository's rows become `facts` (idempotent) */
-  replaceRepository(facts: RepositoryFacts, hasManifests: boolean): Promise<void>;
-  /** storage no longer has the repository */
-  dropRepository(name: string): Promise<unknown>;
+  /** how many writes of the request path the repository has had: read before storage is */
+  changesOf(name: string): Promise<number>;
+  /**
+   * the repository's rows become `facts` (idempotent); with `expectChanges`, only if the request
+   * path wrote nothing to it since (else metadata-index.ts's RepositoryChangedError: read again)
+   */
+  replaceRepository(facts: RepositoryFacts, hasManifests: boolean, expectChanges?: number): Promise<void>;
+  /** storage no longer has the repository; false: the request path wrote to it since `expectChanges` */
+  dropRepository(name: string, expectChanges?: number): Promise<boolean>;
 }
