@@ -67,11 +67,14 @@ export interface SoakCluster {
  */
 const POOL_SIZE = 4;
 
+/** the reconciler's interval: short, so the final check sees what it repaired */
+export const RECONCILE_MS = 5000;
+
 function instanceConfig(redis: string, postgres: string): Overrides {
   return {
     log: { level: 'warn' },
     redis: { addr: redis },
-    metadata: { postgres: { url: postgres, poolsize: POOL_SIZE } },
+    metadata: { postgres: { url: postgres, poolsize: POOL_SIZE }, reconcile: { interval: `${RECONCILE_MS / 1000}s` } },
     http: { workers: 2 },
     storage: {
       redirect: { disable: true }, // every byte through the balancer
