@@ -18,8 +18,13 @@ describe('metadata configuration', () => {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  it('is off without the block, SQLite beside docker/ in the root with an empty one', () => {
-    assert.equal(validateConfig({ version: '0.1', storage: filesystem }, 'test').metadata, undefined);
+  it('is on without the block on the filesystem (SQLite beside docker/ in the root), off on other storage; on with an empty block', () => {
+    const byDefault = validateConfig({ version: '0.1', storage: filesystem }, 'test');
+    assert.deepEqual(byDefault.metadata, { enabled: true });
+    assert.deepEqual(metadataConnection(byDefault), { sqlite: { path: '/srv/registry/berth/metadata.sqlite' } });
+    for (const storage of [{ inmemory: {} }, { s3: { region: 'us-east-1', bucket: 'b' } }]) {
+      assert.deepEqual(validateConfig({ version: '0.1', storage }, 'test').metadata, { enabled: false }, JSON.stringify(storage));
+    }
     const on = config({});
     assert.equal(on.metadata?.enabled, true);
     assert.deepEqual(metadataConnection(on), { sqlite: { path: '/srv/registry/berth/metadata.sqlite' } });

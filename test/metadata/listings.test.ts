@@ -72,6 +72,16 @@ async function answer(url: string): Promise<Answer> {
   return { status: res.status, link: res.headers.get('link'), type: res.headers.get('content-type'), body: await res.text() };
 }
 
+/** a row only the index has: a repository the catalog lists, with one tag */
+async function plant(index: MetadataIndex, name: string): Promise<void> {
+  await index.db.insertInto('repositories').values({ name, has_manifests: 1 }).execute();
+  await index.db.insertInto('tags').values({ repository: name, name: 'planted', digest: `sha256:${'0'.repeat(64)}`, pushed_at: new Date(0).toISOString() }).execute();
+}
+
+async function catalogOf(registry: TestRegistry): Promise<string[]> {
+  return JSON.parse((await answer(`${registry.url}/v2/_catalog`)).body).repositories as string[];
+}
+
 /** every page request of the catalog and of each repository's tags, at every n and every last */
 function listingPaths(repositories: readonly string[]): string[] {
   const paths: string[] = [];
@@ -114,12 +124,6 @@ describe('_catalog and tags/list from the metadata index', () => {
     indexes.push(index);
     return index;
   };
-  /** a row only the index has: a repository the catalog lists, with one tag */
-  const plant = async (index: MetadataIndex, name: string) => {
-    await index.db.insertInto('repositories').values({ name, has_manifests: 1 }).execute();
-    await index.db.insertInto('tags').values({ repository: name, name: 'planted', digest: `sha256:${'0'.repeat(64)}`, pushed_at: new Date(0).toISOString() }).execute();
-  };
-  const catalogOf = async (registry: TestRegistry) => JSON.parse((await answer(`${registry.url}/v2/_catalog`)).body).repositories as string[];
 
   /** the sample: the tricky names, a repository with every tag, one pushed by digest only, one with blobs only */
   const pushSample = async (url: string) => {
@@ -387,6 +391,45 @@ describe('the listing queries on both engines', () => {
         await check(db);
       } finally {
         await db.destroy();
+      }
+    });
+
+    it('two instances on one database over an existing root: one builds, both answer from the index once it is built', async () => {
+      const root = await mkdtemp(join(tmpdir(), 'berth-listings-pg-'));
+      const started: TestRegistry[] = [];
+      try {
+        const writer = await startBerth(STORAGE_ONLY, { root });
+        started.push(writer);
+        for (const name of ['a/b', 'a-b', 'ab']) await pushImageOK(writer.url, name, buildImage('docker-v2'), 'v1');
+        const metadata = { postgres: { url: await cluster!.createDatabase('listings_two') } };
+        const [clockA, clockB] = [new ManualClock(), new ManualClock()];
+        const walksOfB = { count: () => 0 };
+        const a = await startBerth({ metadata }, { root, clock: clockA });
+        started.push(a);
+        const b = await startBerth({ metadata }, {
+          root,
+          clock: clockB,
+          wrapDriver: (driver) => {
+            const wrapped = countingListings(driver);
+            walksOfB.count = wrapped.count;
+            return wrapped.driver;
+          },
+        });
+        started.push(b);
+        const index = await openMetadataIndex(a.app.config);
+        try {
+          await advanceUntil(clockA, 'A built the index', async () => (await index.state(REBUILT_KEY)) !== undefined, { step: BUILD_POLL_MS });
+          const before = walksOfB.count();
+          await clockB.advance(BUILD_POLL_MS); // B looks: built, nothing to do
+          await plant(index, 'planted');
+          for (const registry of [a, b]) assert.deepEqual(await catalogOf(registry), ['a/b', 'a-b', 'ab', 'planted']);
+          assert.equal(walksOfB.count(), before, 'B neither built nor walked storage for its catalog');
+        } finally {
+          await index.close();
+        }
+      } finally {
+        for (const registry of started) await registry.stop();
+        await rm(root, { recursive: true, force: true });
       }
     });
 
