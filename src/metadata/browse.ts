@@ -9,11 +9,14 @@ import type { Database } from './schema.js';
 
 export type RepositorySort = 'name' | 'size' | 'pushed' | 'pulls';
 export type TagSort = 'name' | 'pushed' | 'size';
+/** the web interface's columns of a tag list: the image's figures (step 0006) besides the JSON API's sorts */
+export type TagColumn = TagSort | 'digest' | 'mediaType' | 'imageSize' | 'platforms' | 'created';
 
 /** where a page starts: after the row of this name, and of this sort value (absent when sorting by name) */
 export interface Keyset {
   name: string;
-  value?: string | number;
+  /** null: among the rows without a value (they come last: `sortedTags`) */
+  value?: string | number | null;
 }
 
 export interface PageQuery<S> {
@@ -45,6 +48,24 @@ export interface TagEntry {
 
 const REPOSITORY_COLUMN = { name: 'name', size: 'total_size', pushed: 'last_pushed_at', pulls: 'total_pulls' } as const;
 const TAG_COLUMN = { name: 't.name', size: 't.manifest_size', pushed: 't.pushed_at' } as const;
+/** the web interface's columns; those that may be NULL (not known) are read in two ranges */
+const SORTED_TAG_COLUMN = {
+  ...TAG_COLUMN,
+  digest: 'digest',
+  mediaType: 'media_type',
+  imageSize: 'image_size',
+  platforms: 'platform_names',
+  created: 'created',
+} as const;
+const NULLABLE: ReadonlySet<TagColumn> = new Set(['mediaType', 'imageSize', 'platforms', 'created']);
+
+/** a tag of `sortedTags`, with the value it was sorted by (null: not known) */
+export interface SortedTag {
+  name: string;
+  digest: string;
+  pushed: string;
+  value: string | number | null;
+}
 
 export class Browse {
   constructor(private readonly db: Kysely<Database>) {}
@@ -88,6 +109,36 @@ export class Browse {
     if (query.after) q = q.where(after(keys, query.after, query.desc));
     const rows = await q.execute();
     return rows.map((r) => ({ name: r.name, digest: r.digest, mediaType: r.media_type ?? undefined, size: Number(r.manifest_size), pushed: r.pushed_at }));
+  }
+
+  /**
+   * A page of the repository's tags by any column of the web interface, over the whole list: the
+   * tags with a value by (value, name), then those without one (NULL) by name, last in either
+   * direction as the storage-backed list has them; each a range of the column's index.
+   */
+  async sortedTags(repository: string, query: PageQuery<TagColumn>): Promise<SortedTag[]> {
+    const column = SORTED_TAG_COLUMN[query.sort].replace(/^t\./, '');
+    const page = (where: RawBuilder<boolean>[], keys: string[], limit: number) =>
+      this.db
+        .selectFrom('tags')
+        .select(['name', 'digest', 'pushed_at', sql<string | number | null>`${sql.ref(column)}`.as('value')])
+        .where('repository', '=', repository)
+        .$call((b) => where.reduce((q, w) => q.where(w), b))
+        .$call((b) => orderBy(b, keys, query.desc))
+        .limit(limit)
+        .execute();
+    const keys = column === 'name' ? ['name'] : [column, 'name'];
+    const nullable = NULLABLE.has(query.sort);
+    const inNulls = nullable && query.after?.value === null;
+    const rows = inNulls
+      ? []
+      : await page([...(nullable ? [sql<boolean>`${sql.ref(column)} is not null`] : []), ...(query.after ? [after(keys, query.after, query.desc)] : [])], keys, query.limit);
+    if (nullable && rows.length < query.limit) {
+      const where = [sql<boolean>`${sql.ref(column)} is null`, ...(inNulls ? [after(['name'], query.after!, query.desc)] : [])];
+      rows.push(...(await page(where, ['name'], query.limit - rows.length)));
+    }
+    const numeric = query.sort === 'imageSize' || query.sort === 'size';
+    return rows.map((r) => ({ name: r.name, digest: r.digest, pushed: r.pushed_at, value: r.value === null ? null : numeric ? Number(r.value) : r.value }));
   }
 
   /** the tags that name `digest` in the repository, by name */

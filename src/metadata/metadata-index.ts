@@ -254,7 +254,19 @@ function manifestRow(r: ManifestRecord): Omit<ManifestsTable, 'pull_count' | 'la
     annotations: JSON.stringify(r.annotations),
     subject: r.subject,
     pushed_at: r.pushed,
+    image_size: r.imageSize,
+    created: r.created,
+    platform_names: platformNames(r.platforms),
   };
+}
+
+/** characters of the platforms' sort text kept (an index of dozens of platforms sorts by its first ones) */
+const PLATFORM_CHARS = 256;
+
+/** the platforms as the web interface lists them, comma-separated: what a tag list sorts by */
+function platformNames(platforms: ManifestRecord['platforms']): string | null {
+  const text = platforms.map((p) => [p.os, p.architecture, ...(p.variant ? [p.variant] : [])].join('/')).join(',');
+  return text === '' ? null : text.slice(0, PLATFORM_CHARS);
 }
 
 function manifestRecord(row: Selectable<ManifestsTable>): ManifestRecord {
@@ -269,6 +281,8 @@ function manifestRecord(row: Selectable<ManifestsTable>): ManifestRecord {
     annotations: JSON.parse(row.annotations),
     subject: row.subject,
     pushed: row.pushed_at,
+    imageSize: row.image_size === null ? null : Number(row.image_size),
+    created: row.created,
   };
 }
 
@@ -287,6 +301,9 @@ async function upsertManifests(tx: Tx, records: ManifestRecord[]): Promise<void>
           annotations: eb.ref('excluded.annotations'),
           subject: eb.ref('excluded.subject'),
           pushed_at: eb.ref('excluded.pushed_at'),
+          image_size: eb.ref('excluded.image_size'),
+          created: eb.ref('excluded.created'),
+          platform_names: eb.ref('excluded.platform_names'),
         })),
       )
       .execute();

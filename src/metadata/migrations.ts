@@ -5,6 +5,7 @@
  */
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { browseStep } from './browse-migration.js';
+import { figuresStep } from './figures-migration.js';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -158,6 +159,7 @@ export function migrator(db: Kysely<any>, engine: Engine): Migrator {
       '0003_listings': listings(engine),
       '0004_browse': browseStep(engine === 'postgres'),
       '0005_repository_versions': storageVersions(engine),
+      '0006_image_figures': figuresStep(engine === 'postgres'),
     }),
   };
   return new Migrator({ db, provider });

@@ -24,6 +24,10 @@ export interface ManifestRecord {
   annotations: Record<string, string>;
   subject: string | null;
   pushed: string;
+  /** the image's bytes as the web interface shows them: config + layers, an index its children's; null when a part is unknown (registry/indexing/image-figures.ts) */
+  imageSize: number | null;
+  /** when the image was built (its config's `created`; an index: its newest child's); null when unknown */
+  created: string | null;
 }
 
 export interface TagRecord {

@@ -30,6 +30,11 @@ export interface ManifestsTable {
   pushed_at: string;
   pull_count: Generated<number>;
   last_pulled_at: string | null;
+  /** step 0006 (figures-migration.ts): the image's bytes and build time, null when unknown */
+  image_size: number | string | null;
+  created: string | null;
+  /** the platforms as the web interface lists them (`os/arch[/variant]`, comma-separated), for sorting; null for none */
+  platform_names: string | null;
 }
 
 export interface TagsTable {
@@ -39,6 +44,11 @@ export interface TagsTable {
   pushed_at: string;
   /** the tag's manifest's bytes, kept by step 0004's triggers */
   manifest_size: Generated<number | string>;
+  /** its manifest's figures, kept by step 0006's triggers (figures-migration.ts); null when unknown */
+  image_size: Generated<number | string | null>;
+  created: Generated<string | null>;
+  platform_names: Generated<string | null>;
+  media_type: Generated<string | null>;
 }
 
 export interface TagHistoryTable {

@@ -22,9 +22,9 @@ import { visiblePage, visibleRows, type VisiblePage } from '../registry/visible-
 import type { StorageDriver } from '../storage/driver.js';
 import { session } from './session.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
-import { parseFrom, parseSort, summaryCache, tagPage, type SummaryCache, type TagSource } from './tag-list.js';
+import { parseFrom, parseSort, summaryCache, tagPage, type SortKey, type SummaryCache, type TagSource } from './tag-list.js';
 import type { PageRequest } from '../http/pagination.js';
-import type { Keyset } from '../metadata/browse.js';
+import type { Keyset, TagColumn } from '../metadata/browse.js';
 import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, SearchAnswer, TagPage, TagRow } from './wire.js';
 
 /** what the registry page shows beyond the settings (attach() of the feature fills it in) */
@@ -131,7 +131,7 @@ async function tags(req: FastifyRequest, services: Services, state: RegistryStat
   const [sort, from] = [parseSort(queryValue(req, 'sort')), parseFrom(queryValue(req, 'from'))];
   const summaries = (state.summaries ??= summaryCache());
   const reads = await indexedReads(services);
-  if (reads && (sort === 'tag' || sort === 'pushed')) {
+  if (reads) {
     return indexedTags(services, reads, summaries, name, { ...page, sort, desc: queryValue(req, 'desc') === '1' });
   }
   const source: TagSource = {
@@ -149,22 +149,23 @@ async function tags(req: FastifyRequest, services: Services, state: RegistryStat
   return tagPage(source, { n: page.n, last: page.last, from, sort, desc: queryValue(req, 'desc') === '1' });
 }
 
+/** the index's column for each of the view's (tag-list.ts's SORT_KEYS): `size` is the image's, not the manifest's */
+const INDEX_COLUMN: Record<SortKey, TagColumn> = { tag: 'name', digest: 'digest', mediaType: 'mediaType', size: 'imageSize', platforms: 'platforms', created: 'created', pushed: 'pushed' };
+/** the columns a tag may have no value in (it then comes last; its cursor's value is empty) */
+const MAY_LACK: ReadonlySet<SortKey> = new Set(['mediaType', 'size', 'platforms', 'created']);
+
 /**
- * A page of tags by name or push time from the metadata index, over the whole list: the index
- * gives the page's tags and digests (one range of an index), the summaries come from the cache by
- * digest or, the first time, from storage. `last` is the tag (by name) or `<time>,<tag>`.
+ * A page of tags by any column from the metadata index, over the whole list: the index gives the
+ * page's tags and digests (one range of an index), the summaries come from the cache by digest
+ * or, the first time, from storage. `last` is the tag (by name) or `<value>,<tag>` (a tag holds
+ * no comma; a value may: the platforms), the value empty among the tags without one.
  */
-async function indexedTags(services: Services, reads: BrowseReads, summaries: SummaryCache, name: string, query: PageRequest & { sort: 'tag' | 'pushed'; desc: boolean }): Promise<TagPage> {
+async function indexedTags(services: Services, reads: BrowseReads, summaries: SummaryCache, name: string, query: PageRequest & { sort: SortKey; desc: boolean }): Promise<TagPage> {
   if (!(await reads.browse.hasRepository(name))) throw new RegistryError('NAME_UNKNOWN', `repository name not known to registry: ${name}`, { detail: { name } });
-  let after: Keyset | undefined;
-  if (query.last !== undefined && query.sort === 'pushed') {
-    const comma = query.last.indexOf(',');
-    if (comma < 0) throw new RegistryError('UNSUPPORTED', `last: ${JSON.stringify(query.last)} is not a cursor of the tags by push time (<time>,<tag>)`, { status: 400 });
-    after = { value: query.last.slice(0, comma), name: query.last.slice(comma + 1) };
-  } else if (query.last !== undefined) after = { name: query.last };
+  const after = query.last === undefined ? undefined : parseTagCursor(query.last, query.sort);
   const [figures, rows] = await Promise.all([
     reads.browse.figures([name]),
-    query.n === 0 ? [] : reads.browse.tags(name, { sort: query.sort === 'tag' ? 'name' : 'pushed', desc: query.desc, after, limit: query.n + 1 }),
+    query.n === 0 ? [] : reads.browse.sortedTags(name, { sort: INDEX_COLUMN[query.sort], desc: query.desc, after, limit: query.n + 1 }),
   ]);
   const items = rows.slice(0, query.n);
   const tags = await mapLimited(items, PAGE_CONCURRENCY * 2, async (entry): Promise<TagRow> => {
@@ -178,8 +179,19 @@ async function indexedTags(services: Services, reads: BrowseReads, summaries: Su
     }
   });
   const last = items[items.length - 1];
-  const next = rows.length > query.n ? { last: query.sort === 'tag' ? last.name : `${last.pushed},${last.name}` } : undefined;
+  const next = rows.length > query.n ? { last: query.sort === 'tag' ? last.name : `${last.value ?? ''},${last.name}` } : undefined;
   return { name, total: figures[0]?.tags ?? 0, tags, next };
+}
+
+function parseTagCursor(last: string, sort: SortKey): Keyset {
+  if (sort === 'tag') return { name: last };
+  const comma = last.lastIndexOf(',');
+  const value = last.slice(0, comma);
+  const numeric = sort === 'size';
+  if (comma < 0 || (value === '' ? !MAY_LACK.has(sort) : numeric && !/^\d{1,16}$/.test(value))) {
+    throw new RegistryError('UNSUPPORTED', `last: ${JSON.stringify(last)} is not a cursor of the tags by ${sort} (<${numeric ? 'bytes' : 'value'}>,<tag>, as the page's next gives it)`, { status: 400 });
+  }
+  return { name: last.slice(comma + 1), value: value === '' ? null : numeric ? Number(value) : value };
 }
 
 /** GET /ui/api/search?q=&n=: the metadata index's search (metadata/search.ts), over what the caller may pull */

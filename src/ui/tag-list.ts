@@ -1,5 +1,6 @@
 /**
- * A page of a repository's tags in the order the user chose, for the web interface. By name (the
+ * A page of a repository's tags in the order the user chose, for the web interface without the
+ * metadata index (with it, api.ts pages the index by any column). By name (the
  * default) over every tag, paged by `last` as tags/list is. By another column every tag's value is
  * needed before the first page can be cut: that is done for the first SORT_LIMIT tags by name
  * (the answer says so when there are more), paged by position (`from`). Summaries are kept by

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
-import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
+import { buildImage, pushImageOK, putManifest, type Image } from '../helpers/images.js';
 import { needPostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const USERS = { admin: 'admin-secret-pw', reader: 'reader-secret-pw' };
@@ -286,5 +286,118 @@ describe('the _berth extensions without the index (storage-only operation)', () 
       assert.match(res.body.errors[0].message, /needs the metadata index, and this registry runs without it/, path);
     }
     assert.deepEqual((await get(registry, '/v2/_oci/ext/discover', {})).body, { extensions: [] });
+  });
+});
+
+/**
+ * The web interface's tag list (/ui/api/.../tags/list) with the index: every column it offers
+ * sorts over the whole list, keyset-paged, with no "first 1,000" notice: 1,007 tags, those that
+ * sort first or last by size and build time named beyond the first 1,000 by name. An index's size
+ * is its children's, its build time its newest child's; a tag without a value (an artifact has no
+ * build time, no platform) comes last in either direction.
+ */
+for (const engine of ENGINES) describe(`the web interface's tag list from the index, every column over the whole list (${engine.name})`, engine.options, () => {
+  let dir: string;
+  let registry: TestRegistry;
+  /** every tag with its image */
+  const tags = new Map<string, Image>();
+  const newMillisecond = async () => {
+    const at = Date.now();
+    while (Date.now() === at) await new Promise((resolve) => setTimeout(resolve, 2));
+  };
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'berth-browse-figures-'));
+    // built in this order, each in a later millisecond: their configs' `created` grow
+    const small = buildImage('oci-manifest', { layers: 1, layerSize: 10 });
+    await newMillisecond();
+    const middle = buildImage('oci-manifest', { layers: 1, layerSize: 100 });
+    await newMillisecond();
+    const index = buildImage('oci-index', { layers: 1, layerSize: 150 });
+    const artifacts = [buildImage('oci-artifact', { annotations: {} }), buildImage('oci-artifact', { annotations: {} })];
+    registry = await startBerth({ metadata: await engine.metadata(dir) }, { root: join(dir, 'root') });
+    await pushImageOK(registry.url, 'many/tags', small, 'z-small');
+    await pushImageOK(registry.url, 'many/tags', index, 'z-index');
+    await pushImageOK(registry.url, 'many/tags', artifacts[0], 'n-none1');
+    await pushImageOK(registry.url, 'many/tags', artifacts[1], 'n-none2');
+    await pushImageOK(registry.url, 'many/tags', middle, 'm0000');
+    const put = (tag: string) => putManifest(registry.url, 'many/tags', tag, middle.body, middle.mediaType);
+    const names = Array.from({ length: 1002 }, (_, i) => `m${String(i + 1).padStart(4, '0')}`);
+    for (let i = 0; i < names.length; i += 20) for (const res of await Promise.all(names.slice(i, i + 20).map(put))) assert.equal(res.status, 201);
+    for (const [tag, image] of [['z-small', small], ['z-index', index], ['n-none1', artifacts[0]], ['n-none2', artifacts[1]], ['m0000', middle], ...names.map((n) => [n, middle])] as [string, Image][]) tags.set(tag, image);
+  });
+  after(async () => {
+    await registry?.stop();
+    await engine.stop?.();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const imageBytes = (image: Image): number => (image.children.length > 0 ? image.children.reduce((total, c) => total + imageBytes(c), 0) : sum(image.blobs));
+  const created = (image: Image): string | undefined =>
+    image.children.length > 0 ? image.children.map(created).sort().pop() : image.kind === 'oci-artifact' ? undefined : JSON.parse(image.blobs[0].data.toString()).created;
+  const platforms = (image: Image): string | undefined =>
+    image.children.length > 0 ? image.children.map(platforms).join(',') : image.descriptor.platform && `${image.descriptor.platform.os}/${image.descriptor.platform.architecture}`;
+  const VALUES: Record<string, (image: Image) => string | number | undefined> = {
+    size: imageBytes,
+    created,
+    platforms,
+    mediaType: (image) => image.mediaType,
+    digest: (image) => image.digest,
+  };
+
+  /** what the storage-backed list would give over every tag: by (value, tag), those without a value last */
+  function expected(sort: string, desc: boolean): string[] {
+    const value = VALUES[sort];
+    const order = (a: string | number, b: string | number) => (a === b ? 0 : (a < b ? -1 : 1) * (desc ? -1 : 1));
+    return [...tags.keys()].sort((a, b) => {
+      const [x, y] = [value(tags.get(a)!), value(tags.get(b)!)];
+      if (x === undefined || y === undefined) return x === y ? order(a, b) : x === undefined ? 1 : -1;
+      return order(x, y) || order(a, b);
+    });
+  }
+
+  async function walk(sort: string, desc: boolean): Promise<{ tag: string; size?: number; created?: string }[]> {
+    const seen: { tag: string; size?: number; created?: string }[] = [];
+    let next: Record<string, string> | undefined = {};
+    while (next) {
+      const { status, body } = await get(registry, `/ui/api/repositories/many/tags/tags/list?n=100&sort=${sort}${desc ? '&desc=1' : ''}&${new URLSearchParams(next)}`, {});
+      assert.equal(status, 200, JSON.stringify(body));
+      assert.deepEqual([body.total, body.sortedAmong], [1007, undefined]);
+      seen.push(...body.tags);
+      next = body.next;
+    }
+    return seen;
+  }
+
+  for (const desc of [false, true]) {
+    it(`sorts 1,007 tags by image size ${desc ? 'descending' : 'ascending'} over the whole list: the ${desc ? 'smallest' : 'largest'} on the last page`, async () => {
+      const seen = await walk('size', desc);
+      assert.deepEqual(seen.map((t) => t.tag), expected('size', desc));
+      assert.equal(seen[seen.length - 1].tag, desc ? 'n-none1' : 'z-index'); // the artifacts are the smallest (n-none1 before n-none2 ascending), the index the largest
+      const index = seen.find((t) => t.tag === 'z-index');
+      assert.equal(index?.size, imageBytes(tags.get('z-index')!)); // the index's children's bytes
+    });
+
+    it(`sorts 1,007 tags by build time ${desc ? 'descending' : 'ascending'} over the whole list: the ${desc ? 'oldest' : 'newest'} on the last page, those without one last`, async () => {
+      const seen = await walk('created', desc);
+      assert.deepEqual(seen.map((t) => t.tag), expected('created', desc));
+      const dated = seen.filter((t) => t.created !== undefined);
+      assert.equal(dated[dated.length - 1].tag, desc ? 'z-small' : 'z-index');
+      assert.deepEqual(seen.slice(-2).map((t) => t.tag), desc ? ['n-none2', 'n-none1'] : ['n-none1', 'n-none2']);
+    });
+  }
+
+  it('sorts by platforms, kind and digest over the whole list too, both directions', async () => {
+    for (const sort of ['platforms', 'mediaType', 'digest']) {
+      for (const desc of [false, true]) assert.deepEqual((await walk(sort, desc)).map((t) => t.tag), expected(sort, desc), `${sort}${desc ? ' descending' : ''}`);
+    }
+  });
+
+  it('pages on among the tags without a value from a cursor there, and refuses a cursor that is not one', async () => {
+    const page = await get(registry, `/ui/api/repositories/many/tags/tags/list?n=5&sort=created&last=${encodeURIComponent(',n-none1')}`, {});
+    assert.deepEqual(page.body.tags.map((t: { tag: string }) => t.tag), ['n-none2']);
+    const bad = await get(registry, `/ui/api/repositories/many/tags/tags/list?n=5&sort=size&last=big,m0001`, {});
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.errors[0].code, 'UNSUPPORTED');
   });
 });

@@ -141,6 +141,8 @@ for (const engine of ENGINES) {
             labels: { 'org.opencontainers.image.title': 'berth test image', 'org.opencontainers.image.version': 'amd64' },
             annotations: {},
             subject: null,
+            imageSize: image.blobs.reduce((total, b) => total + b.size, 0),
+            created: JSON.parse(image.blobs[0].data.toString()).created,
           },
         ],
       );

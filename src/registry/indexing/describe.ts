@@ -1,6 +1,7 @@
 /**
  * A manifest as the index records it: from its bytes, and for an image its configuration's
- * platform and labels (the config blob is read; only image configurations, up to CONFIG_LIMIT).
+ * platform and labels (the config blob is read; only image configurations, up to CONFIG_LIMIT),
+ * and the image's size and build time (image-figures.ts).
  * The push path (manifest-store.ts) and the rebuild (facts.ts) both describe through here, so
  * the rows they write are the same.
  */
@@ -9,6 +10,7 @@ import type { ManifestRecord, Platform } from '../../metadata/records.js';
 import { isDigest, type Digest } from '../digest.js';
 import * as layout from '../layout.js';
 import { referencesOf } from '../manifests/index.js';
+import { imageFigures } from './image-figures.js';
 
 /** image configuration types whose `config.Labels`, `os` and `architecture` are read */
 const IMAGE_CONFIG_TYPES = new Set(['application/vnd.oci.image.config.v1+json', 'application/vnd.docker.container.image.v1+json']);
@@ -31,6 +33,7 @@ export async function describeManifest(driver: StorageDriver, facts: ManifestFac
   const config = refs.config;
   const image = config && IMAGE_CONFIG_TYPES.has(config.mediaType ?? '') && isDigest(config.digest) && (config.size ?? 0) <= CONFIG_LIMIT ? await readConfig(driver, config.digest) : undefined;
   const platforms = refs.manifests.length > 0 ? indexPlatforms(doc) : image ? platformOf(image) : [];
+  const { imageSize, created } = await imageFigures(driver, doc, image);
   return {
     repository: facts.repository,
     digest: facts.digest,
@@ -42,6 +45,8 @@ export async function describeManifest(driver: StorageDriver, facts: ManifestFac
     annotations: stringMap(doc?.annotations),
     subject: refs.subject?.digest ?? null,
     pushed: facts.pushed,
+    imageSize,
+    created,
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * `berth verify --index`: every difference between the index and storage, one line each, in
  * repository order. Compared: the repositories, each manifest's record except its push time (a
- * revision written before berth recorded push times has none in storage), which digest each tag
+ * revision written before berth recorded push times has none in storage; the image's size and
+ * build time are compared: they are read from storage as the rebuild reads them), which digest each tag
  * names, and the blob links with their sizes. Times and the tags' history are the index's own
  * and not compared.
  */
@@ -64,7 +65,7 @@ export function compareRepository(stored: StoredRepository, rows: RepositoryFact
   for (const digest of blobs.keys()) say(`${name}: blob ${digest} linked in the index, not in storage`);
 }
 
-const COMPARED = ['mediaType', 'size', 'configDigest', 'platforms', 'labels', 'annotations', 'subject'] as const;
+const COMPARED = ['mediaType', 'size', 'configDigest', 'platforms', 'labels', 'annotations', 'subject', 'imageSize', 'created'] as const;
 
 function differingFields(a: ManifestRecord, b: ManifestRecord): (typeof COMPARED)[number][] {
   return COMPARED.filter((field) => JSON.stringify(a[field]) !== JSON.stringify(b[field]));
