@@ -15,7 +15,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open, rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { request } from 'undici';
+import { threadHash } from '../src/crypto/hash-thread.js';
+
+/** this process's main thread's CPU seconds (/proc: the hashing thread is not in it) */
+function mainThreadCpu(): number {
+  const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 const SIZE = 1024 * 1024 * 1024;
 
@@ -44,15 +53,28 @@ if (process.argv[2] === 'serve') {
   const url = `http://127.0.0.1:${port}/`;
   const file = join(tmpdir(), `berth-proxy-read-cpu-${process.pid}`);
 
-  const step = async (label: string, read: () => Promise<AsyncIterable<Uint8Array>>, hash: boolean, write: boolean) => {
+  const step = async (label: string, read: () => Promise<AsyncIterable<Uint8Array>>, hash: boolean | 'thread', write: boolean) => {
     const t0 = process.cpuUsage();
+    const m0 = mainThreadCpu();
     const fh = write ? await open(file, 'w') : undefined;
-    const h = hash ? createHash('sha256') : undefined;
+    const h = hash === true ? createHash('sha256') : undefined;
+    const th = hash === 'thread' ? threadHash('sha256') : undefined;
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
     let batch: Buffer[] = [];
     let bytes = 0;
     for await (const c of await read()) {
       const chunk = Buffer.from(c.buffer, c.byteOffset, c.byteLength);
       h?.update(chunk);
+      if (th) {
+        pending.push(chunk);
+        pendingBytes += chunk.length;
+        if (pendingBytes >= batchBytes) {
+          await th.update(pending);
+          pending = [];
+          pendingBytes = 0;
+        }
+      }
       if (!fh) continue;
       batch.push(chunk);
       bytes += chunk.length;
@@ -64,8 +86,12 @@ if (process.argv[2] === 'serve') {
     }
     if (fh && batch.length > 0) await fh.writev(batch);
     await fh?.close();
+    if (th) {
+      await th.update(pending);
+      await th.digest();
+    }
     const u = process.cpuUsage(t0);
-    console.log(`${label.padEnd(34)} ${((u.user + u.system) / 1e6).toFixed(2)} CPU s (user ${(u.user / 1e6).toFixed(2)}, system ${(u.system / 1e6).toFixed(2)})`);
+    console.log(`${label.padEnd(38)} ${((u.user + u.system) / 1e6).toFixed(2)} CPU s (user ${(u.user / 1e6).toFixed(2)}, system ${(u.system / 1e6).toFixed(2)}), main thread ${(mainThreadCpu() - m0).toFixed(2)}`);
   };
   const withFetch = async () => (await fetch(url)).body as unknown as AsyncIterable<Uint8Array>;
   const withUndici = async () => (await request(url)).body as AsyncIterable<Uint8Array>;
@@ -75,6 +101,8 @@ if (process.argv[2] === 'serve') {
     await step('undici + sha256', withUndici, true, false);
     await step(`undici + writev ${batchBytes >> 10} KiB`, withUndici, false, true);
     await step(`undici + sha256 + writev ${batchBytes >> 10} KiB`, withUndici, true, true);
+    await step('undici + sha256 on the hashing thread', withUndici, 'thread', false);
+    await step(`undici + thread sha256 + writev ${batchBytes >> 10} KiB`, withUndici, 'thread', true);
   } finally {
     await rm(file, { force: true });
     child.kill();

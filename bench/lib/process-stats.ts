@@ -34,6 +34,8 @@ export interface Usage {
   cpu: number;
   /** peak RSS during the measurement, in bytes (VmHWM after a reset) */
   peakRss: number;
+  /** RSS when the measurement started, in bytes: the process's idle RSS then (it settled before each measurement) */
+  startRss?: number;
   /** false when the kernel refused to reset VmHWM: peakRss is then the peak since start */
   peakReset: boolean;
 }
@@ -41,11 +43,12 @@ export interface Usage {
 /** runs `fn` and reports what the process `pid` used meanwhile */
 export async function measure<T>(pid: number, fn: () => Promise<T>): Promise<{ value: T; usage: Usage }> {
   const peakReset = resetPeakRss(pid);
+  const startRss = readProcessMemory(pid).rss;
   const cpu0 = cpuSeconds(pid);
   const value = await fn();
   const cpu1 = cpuSeconds(pid);
   const { hwm } = readProcessMemory(pid);
-  return { value, usage: { cpu: cpu1 - cpu0, peakRss: hwm, peakReset } };
+  return { value, usage: { cpu: cpu1 - cpu0, peakRss: hwm, startRss, peakReset } };
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Blobs fetched from the upstream, one fetch per digest however many clients ask at once. The
- * upstream's body is written to an upload session of the core (hashed as it is written) and
+ * upstream's body is written to an upload session of the core (hashed as it is written, on the
+ * hashing thread: src/crypto/hash-thread.ts) and
  * handed to the clients reading along; the core moves it under blobs/ only once its digest checked
  * out, so a fetch that fails (the upstream dies mid-body, wrong bytes) leaves nothing there.
  *
@@ -196,7 +197,7 @@ class BlobFetch {
     const algorithm = digestAlgorithm(this.digest);
     const upload = await this.uploads.start(this.name, algorithm);
     try {
-      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm, undefined, BATCH);
+      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm, undefined, BATCH, true);
     } catch (err) {
       this.settled = true;
       this.abort.abort();

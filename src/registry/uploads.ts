@@ -12,6 +12,7 @@
  * ones nobody comes back to).
  */
 import { randomUUID, type Hash } from 'node:crypto';
+import { threadHash, type ThreadHash } from '../crypto/hash-thread.js';
 import { shortLivedBytes } from '../storage/short-lived-bytes.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { isStorageFull, PathNotFoundError, unlessMissing, WriteConflictError, WriteRefusedError, type FileWriter, type StorageDriver } from '../storage/driver.js';
@@ -52,6 +53,13 @@ interface HashState {
   offset: number;
 }
 
+/** the digest of an upload's first `offset` bytes, hashed on the hashing thread: it cannot be extended */
+interface DigestState {
+  digest: Digest;
+  algorithm: Algorithm;
+  offset: number;
+}
+
 export interface UploadSessionsOptions {
   /**
    * milliseconds after its start when an upload expires (storage.maintenance.uploadpurging.age,
@@ -71,7 +79,7 @@ const WRITE_BATCH_BYTES = 1 << 18;
 
 export class UploadSessions {
   private readonly locks = new KeyedLock();
-  private readonly hashes = new Map<string, HashState>();
+  private readonly hashes = new Map<string, HashState | DigestState>();
   private readonly maxAge: number | undefined;
   private readonly clock: Clock;
 
@@ -177,13 +185,16 @@ export class UploadSessions {
    *
    * `writeBatch`: the bytes gathered per storage write. A caller that fills one upload at a time
    * from a fast source (the proxy's blob fetch) passes more than the default: 1 MiB writes took
-   * about 0.25 CPU s less per GiB than 256 KiB ones (docs/performance.md).
+   * about 0.25 CPU s less per GiB than 256 KiB ones (docs/performance.md). `hashOffThread`: a
+   * body of a batch or more is hashed on the hashing thread (src/crypto/hash-thread.ts), which
+   * takes 0.55 CPU s per GiB off the main thread and costs about 10 MiB of RSS while it runs:
+   * the proxy's fetch asks for it, pushes do not (their peak RSS, docs/decisions.md "Uploads").
    */
-  complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256', offset?: number, writeBatch = WRITE_BATCH_BYTES): Promise<BlobInfo> {
+  complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256', offset?: number, writeBatch = WRITE_BATCH_BYTES, hashOffThread = false): Promise<BlobInfo> {
     const expected = digests.map(parseDigest);
     return this.locks.run(uuid, async () => {
       const status = await this.open(name, uuid, algorithm, false);
-      const size = await this.write(status, body ?? [], true, range ? range.start : offset, writeBatch);
+      const size = await this.write(status, body ?? [], true, range ? range.start : offset, writeBatch, hashOffThread);
       const done = size === 0 ? await this.completedBefore(name, expected) : undefined;
       if (done) {
         await this.blobs.indexLink(name, done.digest, done.size); // a completion cut short before the index was told
@@ -223,9 +234,9 @@ export class UploadSessions {
    * `start`, the chunk must start where the stored bytes end (416 otherwise, nothing written): the
    * size the writer opened with is the check, so it costs no store call of its own.
    */
-  private async write(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start?: number, writeBatch = WRITE_BATCH_BYTES): Promise<number> {
+  private async write(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start?: number, writeBatch = WRITE_BATCH_BYTES, hashOffThread = false): Promise<number> {
     try {
-      return await this.appendData(upload, body, last, start, writeBatch);
+      return await this.appendData(upload, body, last, start, writeBatch, hashOffThread);
     } catch (err) {
       // a full store: the upload cannot go on (507 is terminal), and what it holds is space to give back
       if (isStorageFull(err)) await this.remove(upload.name, upload.uuid).catch(() => undefined);
@@ -236,7 +247,7 @@ export class UploadSessions {
     }
   }
 
-  private async appendData(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start: number | undefined, writeBatch: number): Promise<number> {
+  private async appendData(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start: number | undefined, writeBatch: number, hashOffThread: boolean): Promise<number> {
     const { name, uuid } = upload;
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
     try {
@@ -247,19 +258,26 @@ export class UploadSessions {
     }
     // the running hash, when this instance holds it for what is stored; otherwise bytes go unhashed
     const state = this.runningHash(upload, writer.size);
+    // a whole blob in one request may be hashed on the hashing thread: its digest is wanted right
+    // after, and no later chunk extends the hash
+    const batches = new WriteBatches(writer, state?.hash, writeBatch, hashOffThread && last && writer.size === 0 ? upload.algorithm : undefined);
     let received = false;
-    const batches = new WriteBatches(writer, state?.hash, writeBatch);
+    let hashed: HashState | DigestState | undefined = state;
     try {
       for await (const chunk of body) await batches.add(chunk);
       await batches.flush();
+      if (state && batches.thread) hashed = { digest: `${state.algorithm}:${await batches.thread.digest()}`, algorithm: state.algorithm, offset: 0 };
       received = true;
     } finally {
       // what arrived before a disconnect is kept
       if (!received) await batches.flush().catch(() => undefined);
+      batches.thread?.drop();
       this.hashes.delete(uuid);
       await (received && last ? writer.commit() : writer.close());
       // the hash covers what was handed to the writer; after a failed write it is of no use
-      if (state && writer.size === state.offset + batches.written) this.remember(uuid, { ...state, offset: writer.size });
+      // (a hash given to the thread is of no use unless its digest came back)
+      const kept = batches.thread && !received ? undefined : hashed;
+      if (kept && writer.size === kept.offset + batches.written) this.remember(uuid, { ...kept, offset: writer.size });
     }
     return writer.size;
   }
@@ -268,7 +286,14 @@ export class UploadSessions {
   private runningHash({ uuid, algorithm }: UploadStatus, size: number): HashState | undefined {
     if (size === 0) return { hash: newHasher(algorithm), algorithm, offset: 0 };
     const known = this.hashes.get(uuid);
-    return known && known.offset === size && known.algorithm === algorithm ? known : undefined;
+    return known && 'hash' in known && known.offset === size && known.algorithm === algorithm ? known : undefined;
+  }
+
+  /** the digest of the upload's first `size` stored bytes: known, or read from the committed file */
+  private async uploadDigest(upload: UploadStatus, size: number): Promise<Digest> {
+    const known = this.hashes.get(upload.uuid);
+    if (known && 'digest' in known && known.offset === size && known.algorithm === upload.algorithm) return known.digest;
+    return hasherDigest(upload.algorithm, (await this.hashState(upload, size)).hash);
   }
 
   /** the hash of the upload's first `size` stored bytes: the running one, or read from the committed file */
@@ -284,14 +309,14 @@ export class UploadSessions {
     for await (const chunk of await this.driver.reader(layout.uploadData(name, uuid), 0)) hash.update(chunk as Buffer);
   }
 
-  private remember(uuid: string, state: HashState): void {
+  private remember(uuid: string, state: HashState | DigestState): void {
     if (this.hashes.size >= MAX_HASH_STATES) this.hashes.delete(this.hashes.keys().next().value as string);
     this.hashes.set(uuid, state);
   }
 
   /** the digest the blob is stored under (the first given), once the content matches every given digest */
   private async verify(upload: UploadStatus, size: number, expected: Digest[]): Promise<Digest> {
-    const actual = new Map<Algorithm, Digest>([[upload.algorithm, hasherDigest(upload.algorithm, (await this.hashState(upload, size)).hash)]]);
+    const actual = new Map<Algorithm, Digest>([[upload.algorithm, await this.uploadDigest(upload, size)]]);
     for (const want of expected) {
       const algorithm = digestAlgorithm(want);
       if (!actual.has(algorithm)) actual.set(algorithm, await this.otherDigest(upload, size, algorithm));
@@ -369,6 +394,11 @@ export function uploadUnknown(uuid: string): RegistryError {
  * Gathers socket chunks (~64 KiB) into writes of about `batchBytes` (WRITE_BATCH_BYTES unless the caller says). While a
  * batch is being written (on the threadpool, or sent to S3) the next one fills and the written one
  * is hashed, so receiving, hashing and writing overlap.
+ *
+ * With `offload` (a whole blob in one request, hashed with that algorithm), a body of at least one
+ * full batch is hashed on the hashing thread instead (`thread`, src/crypto/hash-thread.ts): the
+ * main thread only copies the bytes there. A smaller body is hashed here: the thread's round trip
+ * would cost more than its hash.
  */
 class WriteBatches {
   private chunks: Buffer[] = [];
@@ -376,27 +406,30 @@ class WriteBatches {
   private inFlight: Promise<void> = Promise.resolve();
   /** bytes handed to the writer (and to the hash, when there is one) so far */
   written = 0;
+  /** the hash on the hashing thread, once a full first batch chose it */
+  thread?: ThreadHash;
 
   constructor(
     private readonly writer: FileWriter,
     private readonly hash: Hash | undefined,
     private readonly batchBytes: number,
+    private readonly offload?: Algorithm,
   ) {}
 
   async add(chunk: Buffer): Promise<void> {
     this.chunks.push(chunk);
     this.bytes += chunk.length;
-    if (this.bytes >= this.batchBytes) await this.send();
+    if (this.bytes >= this.batchBytes) await this.send(true);
   }
 
   /** writes what is gathered and waits until every write is done */
   async flush(): Promise<void> {
-    await this.send();
+    await this.send(false);
     await this.inFlight;
   }
 
   /** starts writing the gathered chunks once the previous write is done, then hashes them meanwhile */
-  private async send(): Promise<void> {
+  private async send(full: boolean): Promise<void> {
     await this.inFlight;
     if (this.bytes === 0) return;
     const batch = this.chunks;
@@ -406,7 +439,9 @@ class WriteBatches {
     this.bytes = 0;
     this.inFlight = this.writer.write(batch);
     this.inFlight.catch(() => undefined); // a failure surfaces at the next send or flush
-    if (this.hash) for (const chunk of batch) this.hash.update(chunk);
+    if (full && this.offload && this.written === bytes) this.thread = threadHash(this.offload);
+    if (this.thread) await this.thread.update(batch);
+    else if (this.hash) for (const chunk of batch) this.hash.update(chunk);
     shortLivedBytes(bytes);
   }
 }

@@ -3,8 +3,8 @@
  * mapping as Distribution's filesystem driver, so either registry can serve the other's directory.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdir as readdirWithCallback, stat as statWithCallback, type BigIntStats, type Stats } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
+import { mkdirSync, readdir as readdirWithCallback, readFile as readFileWithCallback, stat as statWithCallback, type BigIntStats, type Stats } from 'node:fs';
+import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { BaseDriver } from './base.js';
@@ -64,6 +64,8 @@ function viaCallback<T>(call: (done: (err: NodeJS.ErrnoException | null, value: 
 const stat = (path: string) => viaCallback<Stats>((done) => statWithCallback(path, done));
 const statBig = (path: string) => viaCallback<BigIntStats>((done) => statWithCallback(path, { bigint: true }, done));
 const readdir = (path: string) => viaCallback<string[]>((done) => readdirWithCallback(path, done));
+/** a small file through the callback API: 34-39 µs of CPU against fs/promises' 55-58 (no FileHandle; the offline collection reads one per link and manifest) */
+const readFile = (path: string) => viaCallback<Buffer>((done) => readFileWithCallback(path, done));
 
 function toStorageError(err: unknown, path: string, missing = MISSING): StorageError {
   if (missing.includes((err as NodeJS.ErrnoException)?.code ?? '')) return new PathNotFoundError(path, NAME);

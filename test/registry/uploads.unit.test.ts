@@ -46,6 +46,25 @@ describe('UploadSessions (in-memory driver)', () => {
     await assert.rejects(driver.stat(layout.uploadDir(name, uuid)));
   });
 
+  it('hashed on the hashing thread (a body of several batches): the digest decides, a wrong one stores nothing', async () => {
+    const big = Buffer.alloc(3 * 1024 * 1024 + 4321, 7);
+    big.write('the hashing thread', 100_000);
+    const pieces = function* () {
+      for (let at = 0; at < big.length; at += 65536) yield big.subarray(at, at + 65536);
+    };
+    for (const algorithm of ['sha256', 'sha512'] as const) {
+      const { uuid } = await uploads.start(name, algorithm);
+      const blob = await uploads.complete(name, uuid, [digest(algorithm, big)], (async function* () { yield* pieces(); })(), undefined, algorithm, undefined, 1024 * 1024, true);
+      assert.deepEqual(blob, { digest: digest(algorithm, big), size: big.length });
+      assert.deepEqual(await driver.getContent(layout.blobData(blob.digest)), big);
+    }
+    const wrong = sha256(Buffer.from('other bytes'));
+    const { uuid } = await uploads.start(name);
+    await rejectsWith(uploads.complete(name, uuid, [wrong], (async function* () { yield* pieces(); })(), undefined, 'sha256', undefined, 1024 * 1024, true), 'DIGEST_INVALID');
+    await assert.rejects(driver.stat(layout.blobData(wrong)));
+    await assert.rejects(driver.stat(layout.uploadDir(name, uuid)));
+  });
+
   it('resumes on another instance (no hash state in memory): the digest covers every byte', async () => {
     const first = uploads;
     const second = new UploadSessions(driver, blobs);

@@ -1,0 +1,45 @@
+/** The hashing thread (src/crypto/hash-thread.ts): its digests are those of node:crypto, whatever the pieces. */
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { threadHash } from '../../src/crypto/hash-thread.js';
+
+const MiB = 1024 * 1024;
+
+describe('the hashing thread', () => {
+  it('computes the digest of every byte given, across slots and in order, for each algorithm', async () => {
+    const data = randomBytes(9 * MiB + 777);
+    for (const algorithm of ['sha256', 'sha384', 'sha512']) {
+      const hash = threadHash(algorithm);
+      // pieces of odd sizes, several per update, some larger than a slot
+      for (let at = 0, n = 1; at < data.length; n++) {
+        const pieces: Buffer[] = [];
+        for (let i = 0; i < 3 && at < data.length; i++) {
+          const size = Math.min(((n * 7919 + i * 104729) % (2 * MiB)) + 1, data.length - at);
+          pieces.push(data.subarray(at, at + size));
+          at += size;
+        }
+        await hash.update(pieces);
+      }
+      assert.equal(await hash.digest(), createHash(algorithm).update(data).digest('hex'), algorithm);
+    }
+  });
+
+  it('keeps concurrent hashes apart, and a dropped one does not disturb the others', async () => {
+    const a = randomBytes(6 * MiB);
+    const b = randomBytes(5 * MiB);
+    const ha = threadHash('sha256');
+    const hb = threadHash('sha256');
+    const dropped = threadHash('sha256');
+    const feed = async (hash: ReturnType<typeof threadHash>, data: Buffer) => {
+      for (let at = 0; at < data.length; at += 300_000) await hash.update([data.subarray(at, at + 300_000)]);
+    };
+    await Promise.all([feed(ha, a), feed(hb, b), feed(dropped, randomBytes(2 * MiB))]);
+    dropped.drop();
+    assert.deepEqual(await Promise.all([ha.digest(), hb.digest()]), [createHash('sha256').update(a).digest('hex'), createHash('sha256').update(b).digest('hex')]);
+  });
+
+  it('gives the digest of nothing for a hash given no bytes', async () => {
+    assert.equal(await threadHash('sha256').digest(), createHash('sha256').digest('hex'));
+  });
+});
