@@ -68,7 +68,7 @@ export class MetadataIndex {
   async blobLinked(repository: string, digest: string, size: number): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       await claim(tx, repository, false);
-      await linkBlobs(tx, repository, [{ digest, size }]);
+      await linkBlobs(tx, [{ repository, digest, size }]);
     });
   }
 
@@ -85,39 +85,73 @@ export class MetadataIndex {
    * at the tag's time. `hasManifests`: the repository has `_manifests` (the catalog lists it).
    */
   async replaceRepository(facts: RepositoryFacts, hasManifests: boolean): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
-      await claim(tx, facts.name, hasManifests, true);
-      const at = this.time();
-      const wanted = new Set(facts.manifests.map((m) => m.digest));
-      const stale = (await tx.selectFrom('manifests').select('digest').where('repository', '=', facts.name).execute()).map((r) => r.digest).filter((d) => !wanted.has(d));
-      for (const chunk of chunks(stale)) await tx.deleteFrom('manifests').where('repository', '=', facts.name).where('digest', 'in', chunk).execute();
-      await upsertManifests(tx, facts.manifests);
+    await this.replaceRepositories([{ facts, hasManifests }]);
+  }
 
-      const tags = new Map(facts.tags.map((t) => [t.name, t]));
-      const indexed = new Map((await tx.selectFrom('tags').select(['name', 'digest']).where('repository', '=', facts.name).execute()).map((r) => [r.name, r.digest]));
-      for (const name of indexed.keys()) if (!tags.has(name)) await removeTag(tx, facts.name, name, at);
-      // in batches: a tag whose digest changed (or that is new) closes its open entry and opens one at the tag's time
-      const moved = facts.tags.filter((t) => indexed.get(t.name) !== t.digest);
+  /**
+   * replaceRepository for several repositories in one transaction, set by set rather than
+   * repository by repository (the rebuild writes thousands of rows per call: a commit, or a
+   * statement, per repository would cost more than the rows)
+   */
+  async replaceRepositories(batch: { facts: RepositoryFacts; hasManifests: boolean }[]): Promise<void> {
+    if (batch.length === 0) return;
+    await this.db.transaction().execute(async (tx) => {
+      const at = this.time();
+      const names = batch.map((b) => b.facts.name);
+      for (const chunk of chunks(batch)) {
+        await tx
+          .insertInto('repositories')
+          .values(chunk.map((b) => ({ name: b.facts.name, has_manifests: b.hasManifests ? 1 : 0 })))
+          .onConflict((oc) => oc.column('name').doUpdateSet((eb) => ({ has_manifests: eb.ref('excluded.has_manifests') })))
+          .execute();
+      }
+
+      const indexedManifests = await rowsOf(names, (part) => tx.selectFrom('manifests').select(['repository', 'digest']).where('repository', 'in', part).execute());
+      const manifests = batch.flatMap((b) => b.facts.manifests);
+      for (const { facts } of batch) {
+        const wanted = new Set(facts.manifests.map((m) => m.digest));
+        const stale = (indexedManifests.get(facts.name) ?? []).map((r) => r.digest).filter((d) => !wanted.has(d));
+        for (const chunk of chunks(stale)) await tx.deleteFrom('manifests').where('repository', '=', facts.name).where('digest', 'in', chunk).execute();
+      }
+      await upsertManifests(tx, manifests);
+
+      const indexedTags = await rowsOf(names, (part) => tx.selectFrom('tags').select(['repository', 'name', 'digest']).where('repository', 'in', part).execute());
+      const openHistory = await rowsOf(names, (part) => tx.selectFrom('tag_history').select(['repository', 'tag']).where('repository', 'in', part).where('to_at', 'is', null).execute());
+      const moved: { repository: string; tag: TagRecord }[] = [];
+      for (const { facts } of batch) {
+        const tags = new Set(facts.tags.map((t) => t.name));
+        const indexed = new Map((indexedTags.get(facts.name) ?? []).map((r) => [r.name, r.digest]));
+        for (const name of indexed.keys()) if (!tags.has(name)) await removeTag(tx, facts.name, name, at);
+        // a tag whose digest changed (or that is new) closes its open entry and opens one at the tag's time
+        const changed = facts.tags.filter((t) => indexed.get(t.name) !== t.digest);
+        const open = new Set((openHistory.get(facts.name) ?? []).map((r) => r.tag));
+        for (const chunk of chunks(changed.filter((t) => open.has(t.name)))) {
+          await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', facts.name).where('tag', 'in', chunk.map((t) => t.name)).where('to_at', 'is', null).execute();
+        }
+        for (const tag of changed) moved.push({ repository: facts.name, tag });
+      }
       for (const chunk of chunks(moved)) {
-        await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', facts.name).where('tag', 'in', chunk.map((t) => t.name)).where('to_at', 'is', null).execute();
         await tx
           .insertInto('tag_history')
-          .values(chunk.map((t) => ({ repository: facts.name, tag: t.name, digest: t.digest, from_at: t.pushed, to_at: null, pushed_by: null })))
+          .values(chunk.map(({ repository, tag }) => ({ repository, tag: tag.name, digest: tag.digest, from_at: tag.pushed, to_at: null, pushed_by: null })))
           .onConflict((oc) => oc.columns(['repository', 'tag', 'from_at', 'digest']).doUpdateSet({ to_at: null }))
           .execute();
       }
-      for (const chunk of chunks(facts.tags, BATCH / 4)) {
+      for (const chunk of chunks(batch.flatMap((b) => b.facts.tags.map((t) => ({ repository: b.facts.name, name: t.name, digest: t.digest, pushed_at: t.pushed }))))) {
         await tx
           .insertInto('tags')
-          .values(chunk.map((t) => ({ repository: facts.name, name: t.name, digest: t.digest, pushed_at: t.pushed })))
+          .values(chunk)
           .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet((eb) => ({ digest: eb.ref('excluded.digest'), pushed_at: eb.ref('excluded.pushed_at') })))
           .execute();
       }
 
-      const links = new Set(facts.blobs.map((b) => b.digest));
-      const unlinked = (await tx.selectFrom('repository_blobs').select('digest').where('repository', '=', facts.name).execute()).map((r) => r.digest).filter((d) => !links.has(d));
-      for (const chunk of chunks(unlinked)) await tx.deleteFrom('repository_blobs').where('repository', '=', facts.name).where('digest', 'in', chunk).execute();
-      await linkBlobs(tx, facts.name, facts.blobs);
+      const indexedLinks = await rowsOf(names, (part) => tx.selectFrom('repository_blobs').select(['repository', 'digest']).where('repository', 'in', part).execute());
+      for (const { facts } of batch) {
+        const links = new Set(facts.blobs.map((b) => b.digest));
+        const unlinked = (indexedLinks.get(facts.name) ?? []).map((r) => r.digest).filter((d) => !links.has(d));
+        for (const chunk of chunks(unlinked)) await tx.deleteFrom('repository_blobs').where('repository', '=', facts.name).where('digest', 'in', chunk).execute();
+      }
+      await linkBlobs(tx, batch.flatMap((b) => b.facts.blobs.map((blob) => ({ repository: b.facts.name, ...blob }))));
     });
   }
 
@@ -240,7 +274,7 @@ function manifestRecord(row: Selectable<ManifestsTable>): ManifestRecord {
 }
 
 async function upsertManifests(tx: Tx, records: ManifestRecord[]): Promise<void> {
-  for (const chunk of chunks(records.map(manifestRow), BATCH / 20)) {
+  for (const chunk of chunks(records.map(manifestRow), BATCH / 4)) {
     await tx
       .insertInto('manifests')
       .values(chunk)
@@ -287,19 +321,36 @@ async function closeHistory(tx: Tx, repository: string, tag: string, at: string)
   await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', repository).where('tag', '=', tag).where('to_at', 'is', null).execute();
 }
 
-async function linkBlobs(tx: Tx, repository: string, blobs: BlobLinkRecord[]): Promise<void> {
-  for (const chunk of chunks(blobs)) {
+/** the links, and each linked blob's row once (one INSERT may not name a key twice on PostgreSQL) */
+async function linkBlobs(tx: Tx, links: (BlobLinkRecord & { repository: string })[]): Promise<void> {
+  const sizes = new Map(links.map((l) => [l.digest, l.size]));
+  for (const chunk of chunks([...sizes])) {
     await tx
       .insertInto('blobs')
-      .values(chunk.map((b) => ({ digest: b.digest, size: b.size })))
+      .values(chunk.map(([digest, size]) => ({ digest, size })))
       .onConflict((oc) => oc.column('digest').doUpdateSet((eb) => ({ size: eb.ref('excluded.size') })))
       .execute();
+  }
+  for (const chunk of chunks(links)) {
     await tx
       .insertInto('repository_blobs')
-      .values(chunk.map((b) => ({ repository, digest: b.digest })))
+      .values(chunk.map((l) => ({ repository: l.repository, digest: l.digest })))
       .onConflict((oc) => oc.columns(['repository', 'digest']).doNothing())
       .execute();
   }
+}
+
+/** the rows `select` finds for `names` (asked BATCH names at a time), by their repository */
+async function rowsOf<R extends { repository: string }>(names: string[], select: (part: string[]) => Promise<R[]>): Promise<Map<string, R[]>> {
+  const out = new Map<string, R[]>();
+  for (const part of chunks(names)) {
+    for (const row of await select(part)) {
+      const list = out.get(row.repository);
+      if (list) list.push(row);
+      else out.set(row.repository, [row]);
+    }
+  }
+  return out;
 }
 
 function chunks<T>(items: T[], size = BATCH): T[][] {
