@@ -3,7 +3,7 @@
  * mapping as Distribution's filesystem driver, so either registry can serve the other's directory.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdir as readdirWithCallback, readFile as readFileWithCallback, stat as statWithCallback, type BigIntStats, type Stats } from 'node:fs';
+import { close as closeWithCallback, mkdirSync, open as openWithCallback, read as readWithCallback, readdir as readdirWithCallback, stat as statWithCallback, type BigIntStats, type Stats } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -55,8 +55,7 @@ const SETTLE_MS = 2000;
 /**
  * An fs call through its callback API: stat and readdir run at about twice the rate of
  * fs/promises' under many concurrent calls, and with the metadata cache a stat is most of what a
- * HEAD costs (docs/decisions.md, "Metadata cache"). readFile of a small file (a link, a manifest)
- * costs a third of fs/promises' CPU (30 against 85-100 µs; the index rebuild reads millions).
+ * HEAD costs (docs/decisions.md, "Metadata cache"). Whole files likewise (readFile below).
  */
 function viaCallback<T>(call: (done: (err: NodeJS.ErrnoException | null, value: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => call((err, value) => (err ? reject(err) : resolve(value))));
@@ -65,7 +64,38 @@ function viaCallback<T>(call: (done: (err: NodeJS.ErrnoException | null, value: 
 const stat = (path: string) => viaCallback<Stats>((done) => statWithCallback(path, done));
 const statBig = (path: string) => viaCallback<BigIntStats>((done) => statWithCallback(path, { bigint: true }, done));
 const readdir = (path: string) => viaCallback<string[]>((done) => readdirWithCallback(path, done));
-const readFile = (path: string) => viaCallback<Buffer>((done) => readFileWithCallback(path, done));
+
+/** the first read's size: links, berth.json and most manifests fit (and come from Node's buffer pool) */
+const FIRST_READ = 4096;
+
+/**
+ * A whole file: open, read until a read comes back short, close. A small file (a link, a manifest)
+ * costs three calls on the thread pool where fs.readFile makes four (it asks the size first), and a
+ * third of fs/promises' CPU (the index rebuild reads millions).
+ */
+function readFile(path: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    openWithCallback(path, 'r', (err, fd) => {
+      if (err) return reject(err);
+      const parts: Buffer[] = [];
+      let total = 0;
+      const finish = (failure: Error | null) => closeWithCallback(fd, (closeErr) => (failure ?? closeErr ? reject(failure ?? closeErr) : resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, total))));
+      const next = (size: number) => {
+        const buffer = Buffer.allocUnsafe(size);
+        readWithCallback(fd, buffer, 0, size, null, (readErr, n) => {
+          if (readErr) return finish(readErr);
+          // a short file is copied out, so a kept 70-byte link does not hold a 4 KiB buffer
+          parts.push(n < size / 2 ? Buffer.from(buffer.subarray(0, n)) : buffer.subarray(0, n));
+          total += n;
+          // a regular file reads short only at its end
+          if (n === size) next(Math.min(size * 4, 16 * 1024 * 1024));
+          else finish(null);
+        });
+      };
+      next(FIRST_READ);
+    });
+  });
+}
 
 function toStorageError(err: unknown, path: string, missing = MISSING): StorageError {
   if (missing.includes((err as NodeJS.ErrnoException)?.code ?? '')) return new PathNotFoundError(path, NAME);
