@@ -74,6 +74,8 @@ export interface RebuildRow {
   tags: number;
   rate: number;
   peakRssKiB?: number;
+  /** user + system CPU seconds of the process: on a shared machine the rate per CPU second says more than the wall-clock one */
+  cpuSeconds?: number;
 }
 
 export interface PushRow {
@@ -223,7 +225,7 @@ async function rebuildOnce(backend: Backend, metadata: Record<string, unknown>, 
   const berth = cli ? [process.execPath, cli] : [process.execPath, '--import', 'tsx', join(REPO_ROOT, 'src/cli.ts')];
   log('index rebuild: `berth index rebuild` into a fresh SQLite file');
   const started = performance.now();
-  const { stdout, stderr } = await run('/usr/bin/time', ['-f', 'BENCH-TIME %M', ...berth, 'index', 'rebuild', config], {
+  const { stdout, stderr } = await run('/usr/bin/time', ['-f', 'BENCH-TIME %M %U %S', ...berth, 'index', 'rebuild', config], {
     cwd: REPO_ROOT,
     maxBuffer: 64 * MiB,
     env: { ...process.env, AWS_CA_BUNDLE: '' },
@@ -231,10 +233,10 @@ async function rebuildOnce(backend: Backend, metadata: Record<string, unknown>, 
   const seconds = (performance.now() - started) / 1000;
   const m = /indexed (\d+) repositories, (\d+) manifests, (\d+) tags in ([\d.]+) s/.exec(stdout);
   if (!m) throw new Error(`berth index rebuild said: ${stdout.slice(-500)} ${stderr.slice(-500)}`);
-  const rss = /BENCH-TIME (\d+)/.exec(stderr);
+  const rss = /BENCH-TIME (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
   // the command's own figure (the walk and the writes, not the process start)
   const own = Number(m[4]) || seconds;
-  return { seconds: own, repositories: Number(m[1]), manifests: Number(m[2]), tags: Number(m[3]), rate: Math.round(Number(m[2]) / own), peakRssKiB: rss ? Number(rss[1]) : undefined };
+  return { seconds: own, repositories: Number(m[1]), manifests: Number(m[2]), tags: Number(m[3]), rate: Math.round(Number(m[2]) / own), peakRssKiB: rss ? Number(rss[1]) : undefined, cpuSeconds: rss ? Number(rss[2]) + Number(rss[3]) : undefined };
 }
 
 interface PlannedRow {
@@ -436,7 +438,7 @@ export function renderIndexScale(lines: string[], runs: IndexScaleRun[]): void {
     if (r.rebuild) {
       const b = r.rebuild;
       lines.push('');
-      lines.push(`Rebuild (\`berth index rebuild\` into a fresh SQLite file): ${b.repositories.toLocaleString('en')} repositories, ${b.manifests.toLocaleString('en')} manifests, ${b.tags.toLocaleString('en')} tags in ${fmt(b.seconds, 1)} s: **${b.rate.toLocaleString('en')} manifests/s** (${Math.round(b.tags / b.seconds).toLocaleString('en')} tags/s)${b.peakRssKiB ? `, peak RSS ${fmt(b.peakRssKiB / 1024, 0)} MiB` : ''}.`);
+      lines.push(`Rebuild (\`berth index rebuild\` into a fresh SQLite file): ${b.repositories.toLocaleString('en')} repositories, ${b.manifests.toLocaleString('en')} manifests, ${b.tags.toLocaleString('en')} tags in ${fmt(b.seconds, 1)} s: **${b.rate.toLocaleString('en')} manifests/s** (${Math.round(b.tags / b.seconds).toLocaleString('en')} tags/s)${b.peakRssKiB ? `, peak RSS ${fmt(b.peakRssKiB / 1024, 0)} MiB` : ''}${b.cpuSeconds ? `; ${fmt(b.cpuSeconds, 0)} CPU s (user + system, so ${Math.round(b.manifests / b.cpuSeconds).toLocaleString('en')} manifests per CPU second of all its threads: the rate one otherwise idle core would sustain)` : ''}.`);
     }
     if (r.rows.length > 0) {
       lines.push('');
