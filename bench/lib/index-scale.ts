@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { readProcessMemory, REPO_ROOT, resetPeakRss } from '../../test/helpers/berth-process.js';
+import { cleanEnv } from '../../test/helpers/processes.js';
 import * as layout from '../../src/registry/layout.js';
 import type { Digest } from '../../src/registry/digest.js';
 import { filesystemBackend, s3Backend, startBerth, startDistribution, type Backend, type Registry } from './registries.js';
@@ -228,7 +229,8 @@ async function rebuildOnce(backend: Backend, metadata: Record<string, unknown>, 
   const { stdout, stderr } = await run('/usr/bin/time', ['-f', 'BENCH-TIME %M %U %S', ...berth, 'index', 'rebuild', config], {
     cwd: REPO_ROOT,
     maxBuffer: 64 * MiB,
-    env: { ...process.env, AWS_CA_BUNDLE: '' },
+    // as the servers run: no REGISTRY_* overrides of the configuration
+    env: cleanEnv({ dropPrefixes: ['REGISTRY_'] }),
   });
   const seconds = (performance.now() - started) / 1000;
   const m = /indexed (\d+) repositories, (\d+) manifests, (\d+) tags in ([\d.]+) s/.exec(stdout);
