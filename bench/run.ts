@@ -26,6 +26,9 @@
  *   BENCH_RECORD_PULLS=1   berth records last-pull times (retention's notpulledfor), to measure their cost
  *   BENCH_WORKERS=N        berth runs N worker processes (http.workers); run once with 1 and once with 2
  *                          to compare (the measured CPU and RSS are the primary's, not the workers')
+ *   BENCH_SCALE_DIR=DIR    keep the metadata index rows' filesystem data set (1,000,000 tags) here between
+ *                          runs (BENCH_ONLY=index, index-fs or index-s3; bench/lib/index-scale.ts)
+ *   BENCH_SCALE_S3_FULL=1  the index rows on S3 at full size instead of a tenth of it
  *
  * Needs the Debian packages docker-registry, skopeo and time (GNU time, for the gc row's peak RSS); ceph-mon, ceph-osd, radosgw and ceph-common
  * for the S3 rows (skipped without them); haproxy for s3-ha-8x (berth behind HAProxy, one instance
@@ -51,6 +54,7 @@ import { renderMarkdown, renderSvg, toJSON, writeChart, type Machine, type Repor
 import { cephVersion, missingCephTool, startS3Store, type S3Store } from './lib/s3.js';
 import { measureReplication, renderReplication } from './lib/replication.js';
 import { measureScaling, SCALING_ID, type ScalingRow } from './lib/scaling.js';
+import { INDEX_SCALE_IDS, measureIndexScale, type IndexScaleRun } from './lib/index-scale.js';
 import { blobScenarios, skopeoScenarios, smallScenarios, tagsPerResponse, type Scenario, type SmallSettings } from './lib/scenarios.js';
 import { MiB } from './lib/stats.js';
 
@@ -163,6 +167,7 @@ async function main(): Promise<number> {
   let gc: GcRow | undefined;
   let gcScale: GcScaleRun[] | undefined;
   let scaling: ScalingRow | undefined;
+  let indexScale: IndexScaleRun[] | undefined;
   let store: S3Store | undefined;
   let s3: S3Part | undefined;
   let limits;
@@ -342,6 +347,8 @@ async function main(): Promise<number> {
     }
     if (wanted('gc-scale')) gcScale = await measureGcScale(work, cli ?? buildBerth(), quick ? [100, 1000] : [1000, 10_000], log);
     if (wanted('replication')) notes.push(...renderReplication(await measureReplication(work, cli, quick ? 40 : 200, quick ? 64 : 1024, log)));
+    const indexStorages = (['filesystem', 's3'] as const).filter((s) => wanted(INDEX_SCALE_IDS[s]));
+    if (indexStorages.length > 0) indexScale = await measureIndexScale({ work, cli, quick, log, storages: [...indexStorages], s3Missing: indexStorages.includes('s3') ? missingCephTool() : undefined });
   } finally {
     await Promise.allSettled(running.map((r) => r.stop()));
     await store?.stop();
@@ -366,6 +373,7 @@ async function main(): Promise<number> {
     gc,
     gcScale,
     scaling,
+    indexScale,
     quick,
     notes,
     chartFile: `${basename(stem)}.png`,

@@ -8,6 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { GcRow, GcScaleRun } from './gc.js';
 import { renderScaling, type ScalingRow } from './scaling.js';
+import { renderIndexScale, type IndexScaleRun } from './index-scale.js';
 import type { Limits } from './limits.js';
 import type { Usage } from './process-stats.js';
 import type { RegistryName } from './registries.js';
@@ -92,6 +93,8 @@ export interface Report {
   gcScale?: GcScaleRun[];
   /** the several-instances row (s3-ha-8x), when it ran */
   scaling?: ScalingRow;
+  /** the metadata index rows at scale (index-fs, index-s3), when they ran */
+  indexScale?: IndexScaleRun[];
   settings: Record<string, string>;
   quick: boolean;
   command: string;
@@ -220,6 +223,7 @@ export function renderMarkdown(report: Report): string {
   if (report.gc) renderGc(lines, report.gc);
   if (report.gcScale) renderGcScale(lines, report.gcScale);
   if (report.scaling) renderScaling(lines, report.scaling);
+  if (report.indexScale) renderIndexScale(lines, report.indexScale);
   for (const [storage, rows] of sections(report)) {
     if (rows.length === 0) continue;
     lines.push('');

@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { migrateToLatest, type Engine } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -71,7 +71,30 @@ async function openSqlite(path: string): Promise<OpenedDatabase> {
   // in WAL, NORMAL loses at most the last transactions on a power cut, never consistency; the
   // index is rebuildable from storage
   database.pragma('synchronous = NORMAL');
-  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), engine: 'sqlite' };
+  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: reusingStatements(database) }) }), engine: 'sqlite' };
+}
+
+/** statements kept prepared, by SQL text (the rebuild's batches and the request path repeat a few hundred shapes) */
+const PREPARED_STATEMENTS = 500;
+
+/**
+ * Kysely prepares every query it runs again; preparing costs about as much as running a small
+ * statement. A statement still being iterated (busy) is not handed out twice.
+ */
+function reusingStatements(database: SqliteDatabase): SqliteDatabase {
+  const prepared = new Map<string, SqliteStatement & { busy?: boolean }>();
+  return {
+    close: () => database.close(),
+    prepare(sql) {
+      const known = prepared.get(sql);
+      if (known && !known.busy) return known;
+      const statement = database.prepare(sql);
+      prepared.delete(sql);
+      prepared.set(sql, statement);
+      if (prepared.size > PREPARED_STATEMENTS) prepared.delete(prepared.keys().next().value!);
+      return statement;
+    },
+  };
 }
 
 async function openPostgres(connection: PostgresConnection): Promise<OpenedDatabase> {

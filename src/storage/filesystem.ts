@@ -55,7 +55,7 @@ const SETTLE_MS = 2000;
 /**
  * An fs call through its callback API: stat and readdir run at about twice the rate of
  * fs/promises' under many concurrent calls, and with the metadata cache a stat is most of what a
- * HEAD costs (docs/decisions.md, "Metadata cache").
+ * HEAD costs (docs/decisions.md, "Metadata cache"). Whole files likewise (readFile below).
  */
 function viaCallback<T>(call: (done: (err: NodeJS.ErrnoException | null, value: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => call((err, value) => (err ? reject(err) : resolve(value))));

@@ -114,8 +114,8 @@ export function runDriverSuite(
     }
 
     describe('getContent and putContent', () => {
-      it('round-trips empty, binary and 1 MiB content', async () => {
-        const values = [Buffer.alloc(0), Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(MiB)];
+      it('round-trips empty, binary, 4 KiB and 4 KiB + 1 (a read\'s size and one more) and 1 MiB content', async () => {
+        const values = [Buffer.alloc(0), Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(4096), randomBytes(4097), randomBytes(MiB)];
         for (const [i, value] of values.entries()) {
           await driver.putContent(`/round/trip/${i}`, value);
           assert.deepEqual(await driver.getContent(`/round/trip/${i}`), value);

@@ -11,6 +11,7 @@ import { isDigest, type Digest } from '../digest.js';
 import * as layout from '../layout.js';
 import { referencesOf } from '../manifests/index.js';
 import { imageFigures } from './image-figures.js';
+import type { ContentCache } from './content-cache.js';
 
 /** image configuration types whose `config.Labels`, `os` and `architecture` are read */
 const IMAGE_CONFIG_TYPES = new Set(['application/vnd.oci.image.config.v1+json', 'application/vnd.docker.container.image.v1+json']);
@@ -27,11 +28,12 @@ export interface ManifestFacts {
   pushed: string;
 }
 
-export async function describeManifest(driver: StorageDriver, facts: ManifestFacts): Promise<ManifestRecord> {
+/** `cache`: configurations read during a walk over many repositories (the rebuild) */
+export async function describeManifest(driver: StorageDriver, facts: ManifestFacts, cache?: ContentCache): Promise<ManifestRecord> {
   const refs = referencesOf(facts.content);
   const doc = parseObject(facts.content);
   const config = refs.config;
-  const image = config && IMAGE_CONFIG_TYPES.has(config.mediaType ?? '') && isDigest(config.digest) && (config.size ?? 0) <= CONFIG_LIMIT ? await readConfig(driver, config.digest) : undefined;
+  const image = config && IMAGE_CONFIG_TYPES.has(config.mediaType ?? '') && isDigest(config.digest) && (config.size ?? 0) <= CONFIG_LIMIT ? await readConfig(driver, config.digest, cache) : undefined;
   const platforms = refs.manifests.length > 0 ? indexPlatforms(doc) : image ? platformOf(image) : [];
   const { imageSize, created } = await imageFigures(driver, doc, image);
   return {
@@ -50,8 +52,9 @@ export async function describeManifest(driver: StorageDriver, facts: ManifestFac
   };
 }
 
-async function readConfig(driver: StorageDriver, digest: Digest): Promise<Record<string, unknown> | undefined> {
-  const content = await unlessMissing(driver.getContent(layout.blobData(digest)));
+async function readConfig(driver: StorageDriver, digest: Digest, cache?: ContentCache): Promise<Record<string, unknown> | undefined> {
+  const read = () => unlessMissing(driver.getContent(layout.blobData(digest)));
+  const content = await (cache ? cache.read(digest, read) : read());
   return content && content.length <= CONFIG_LIMIT ? parseObject(content) : undefined;
 }
 

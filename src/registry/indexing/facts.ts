@@ -15,6 +15,7 @@ import { linksTo, readLink } from '../links.js';
 import { detectMediaType } from '../manifests/detect.js';
 import { forEach } from '../pool.js';
 import { readRevisionMeta } from '../revision-meta.js';
+import type { ContentCache } from './content-cache.js';
 import { describeManifest } from './describe.js';
 
 export interface StoredRepository extends RepositoryFacts {
@@ -22,15 +23,16 @@ export interface StoredRepository extends RepositoryFacts {
   hasManifests: boolean;
 }
 
-export async function readRepositoryFacts(driver: StorageDriver, name: string): Promise<StoredRepository> {
+/** `cache`: content shared by the repositories of one walk (the rebuild), read once */
+export async function readRepositoryFacts(driver: StorageDriver, name: string, cache?: ContentCache): Promise<StoredRepository> {
   const hasManifests = (await unlessMissing(driver.listNames(layout.repository(name))))?.includes(layout.MANIFESTS_DIR_NAME) ?? false;
   const manifests: ManifestRecord[] = [];
   const revisions = await listDigests(driver, (algorithm) => layout.manifestRevisionsDir(name, algorithm));
   await forEach(revisions.digests, READS, async (digest) => {
-    // as gc/graph.ts: a revision is one whose link names its own digest
-    if ((await readLink(driver, layout.manifestRevisionLink(name, digest))) !== digest) return;
-    const record = await readManifest(driver, name, digest);
-    if (record) manifests.push(record);
+    // as gc/graph.ts: a revision is one whose link names its own digest (read beside the manifest:
+    // a link naming another digest is rare, and waiting for it first doubles the round trips)
+    const [target, record] = await Promise.all([readLink(driver, layout.manifestRevisionLink(name, digest)), readManifest(driver, name, digest, cache)]);
+    if (target === digest && record) manifests.push(record);
   });
   const tags: TagRecord[] = [];
   await forEach((await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [], READS, async (tag) => {
@@ -42,7 +44,8 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string): 
   await forEach(layers.digests, READS, async (digest) => {
     if (!(await linksTo(driver, layout.layerLink(name, digest), digest))) return;
     // content online collection moved to its trash still counts: a request takes it back (gc/touch.ts)
-    const size = (await unlessMissing(driver.stat(layout.blobData(digest))))?.size ?? (await unlessMissing(driver.stat(layout.gcTrashData(digest))))?.size;
+    const stat = async () => (await unlessMissing(driver.stat(layout.blobData(digest))))?.size ?? (await unlessMissing(driver.stat(layout.gcTrashData(digest))))?.size;
+    const size = await (cache ? cache.size(digest, stat) : stat());
     if (size !== undefined) blobs.push({ digest, size });
   });
   return {
@@ -55,13 +58,15 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string): 
 }
 
 /** the revision as served (the signed bytes of a signed first-generation manifest); undefined when its content is gone */
-export async function readManifest(driver: StorageDriver, name: string, digest: Digest): Promise<ManifestRecord | undefined> {
+export async function readManifest(driver: StorageDriver, name: string, digest: Digest, cache?: ContentCache): Promise<ManifestRecord | undefined> {
   const meta = await readRevisionMeta(driver, name, digest).catch(() => undefined); // malformed: as if absent
-  const content = await unlessMissing(driver.getContent(layout.blobData(meta?.signed ?? digest)));
+  const stored = meta?.signed ?? digest;
+  const read = () => unlessMissing(driver.getContent(layout.blobData(stored)));
+  const content = await (cache ? cache.read(stored, read) : read());
   if (!content) return undefined;
   // written by Distribution (no berth.json): the revision link's time
   const pushed = meta?.pushed ?? (await unlessMissing(driver.stat(layout.manifestRevisionLink(name, digest))))?.modTime.toISOString() ?? new Date(0).toISOString();
-  return describeManifest(driver, { repository: name, digest, mediaType: meta?.mediaType ?? detectMediaType(content), content, pushed });
+  return describeManifest(driver, { repository: name, digest, mediaType: meta?.mediaType ?? detectMediaType(content), content, pushed }, cache);
 }
 
 function byCodeUnit(a: string, b: string): number {

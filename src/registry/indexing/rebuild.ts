@@ -9,6 +9,7 @@ import type { StorageDriver } from '../../storage/driver.js';
 import { REBUILT_KEY, RepositoryChangedError, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
+import { ContentCache } from './content-cache.js';
 import { readRepositoryFacts, type StoredRepository } from './facts.js';
 
 /** repositories read and written at once */
@@ -38,10 +39,11 @@ export async function rebuildIndex(
   const summary: RebuildSummary = { repositories: 0, manifests: 0, tags: 0, dropped: 0 };
   const seen = new Set<string>();
   const before = await index.repositoryChanges();
+  const cache = new ContentCache();
   const names: string[] = [];
   for await (const name of repositoryNames(driver)) names.push(name);
   await forEach(names, REBUILD_REPOSITORIES, async (name) => {
-    const facts = await replaceFromStorage(driver, index, name, options.signal);
+    const facts = await replaceFromStorage(driver, index, name, cache, options.signal);
     seen.add(name);
     summary.repositories++;
     summary.manifests += facts.manifests.length;
@@ -58,11 +60,11 @@ export async function rebuildIndex(
   return summary;
 }
 
-async function replaceFromStorage(driver: StorageDriver, index: MetadataIndex, name: string, signal?: AbortSignal): Promise<StoredRepository> {
+async function replaceFromStorage(driver: StorageDriver, index: MetadataIndex, name: string, cache: ContentCache, signal?: AbortSignal): Promise<StoredRepository> {
   for (let attempt = 1; ; attempt++) {
     signal?.throwIfAborted();
     const changes = await index.changesOf(name);
-    const facts = await readRepositoryFacts(driver, name);
+    const facts = await readRepositoryFacts(driver, name, cache);
     try {
       await index.replaceRepository(facts, facts.hasManifests, changes);
       return facts;
