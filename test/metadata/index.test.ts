@@ -16,17 +16,13 @@ import { validateConfig } from '../../src/config/load.js';
 import { openMetadataIndex } from '../../src/features/metadata.js';
 import type { MetadataIndex } from '../../src/metadata/metadata-index.js';
 import type { RepositoryFacts } from '../../src/metadata/records.js';
-import { BlobStore } from '../../src/registry/blobs.js';
-import type { Digest } from '../../src/registry/digest.js';
-import type { IndexSink } from '../../src/registry/indexing/sink.js';
 import { rebuildIndex } from '../../src/registry/indexing/rebuild.js';
 import { verifyIndex } from '../../src/registry/indexing/verify-index.js';
-import { ManifestStore } from '../../src/registry/manifest-store.js';
-import { TagStore } from '../../src/registry/tags.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import { startBerth, type Overrides, type TestRegistry } from '../helpers/berth.js';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { pushBlob } from '../helpers/blobs.js';
+import { crashedPush } from '../helpers/crashed-push.js';
 import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
 import { needPostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
@@ -262,23 +258,7 @@ for (const engine of ENGINES) {
       const index = await openMetadataIndex(validateConfig({ version: '0.1', storage: { filesystem: { rootdirectory: root } }, metadata: await engine.fresh() }, 'test'));
       indexes.push(index);
       // the process "dies" right after storage took the manifest and the tag: the index is never told
-      const crashing: IndexSink = {
-        manifestStored: () => Promise.reject(new Error('killed')),
-        manifestRemoved: (r, d) => index.manifestRemoved(r, d),
-        tagMoved: () => Promise.reject(new Error('killed')),
-        tagRemoved: (r, t) => index.tagRemoved(r, t),
-        blobLinked: (r, d, s) => index.blobLinked(r, d, s),
-        blobUnlinked: (r, d) => index.blobUnlinked(r, d),
-      };
-      const tags = new TagStore(driver, { index: crashing });
-      const blobs = new BlobStore(driver, undefined, { index: crashing });
-      const manifests = new ManifestStore(driver, blobs, tags, { index: crashing });
-      const image = buildImage('oci-manifest');
-      for (const blob of image.blobs) {
-        await driver.putContent(`/docker/registry/v2/blobs/sha256/${blob.digest.slice(7, 9)}/${blob.digest.slice(7)}/data`, blob.data);
-        await blobs.link('crash/app', blob.digest as Digest);
-      }
-      await assert.rejects(manifests.put('crash/app', { tag: 'v1' }, image.mediaType, image.body), /killed/);
+      const { image } = await crashedPush(driver, index, 'crash/app', 'v1');
       assert.deepEqual((await index.readRepository('crash/app'))?.manifests, []);
 
       const differences: string[] = [];

@@ -13,17 +13,14 @@ import { after, before, describe, it } from 'node:test';
 import { validateConfig } from '../../src/config/load.js';
 import { openMetadataIndex } from '../../src/features/metadata.js';
 import type { MetadataIndex } from '../../src/metadata/metadata-index.js';
-import { BlobStore } from '../../src/registry/blobs.js';
 import type { Digest } from '../../src/registry/digest.js';
 import { reconcileIndex } from '../../src/registry/indexing/reconcile.js';
-import type { IndexSink } from '../../src/registry/indexing/sink.js';
 import { verifyIndex } from '../../src/registry/indexing/verify-index.js';
-import { ManifestStore } from '../../src/registry/manifest-store.js';
-import { TagStore } from '../../src/registry/tags.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { buildImage, pushImageOK } from '../helpers/images.js';
 import { advanceUntil, ManualClock } from '../helpers/manual-clock.js';
+import { crashedPush } from '../helpers/crashed-push.js';
 
 const REPOS = '/docker/registry/v2/repositories';
 
@@ -148,23 +145,7 @@ describe('the reconciler', () => {
     const driver = new FilesystemDriver({ rootdirectory: root, settleMs: 0 });
     const index = await freshIndex(root);
     // the process "dies" right after storage took the manifest: the index is never told
-    const crashing: IndexSink = {
-      manifestStored: () => Promise.reject(new Error('killed')),
-      manifestRemoved: (r, d) => index.manifestRemoved(r, d),
-      tagMoved: () => Promise.reject(new Error('killed')),
-      tagRemoved: (r, t) => index.tagRemoved(r, t),
-      blobLinked: (r, d, s) => index.blobLinked(r, d, s),
-      blobUnlinked: (r, d) => index.blobUnlinked(r, d),
-    };
-    const tags = new TagStore(driver, { index: crashing });
-    const blobs = new BlobStore(driver, undefined, { index: crashing });
-    const manifests = new ManifestStore(driver, blobs, tags, { index: crashing });
-    const image = buildImage('oci-manifest');
-    for (const blob of image.blobs) {
-      await driver.putContent(`/docker/registry/v2/blobs/sha256/${blob.digest.slice(7, 9)}/${blob.digest.slice(7)}/data`, blob.data);
-      await blobs.link('crash/app', blob.digest as Digest);
-    }
-    await assert.rejects(manifests.put('crash/app', { tag: 'v1' }, image.mediaType, image.body), /killed/);
+    const { image, tags } = await crashedPush(driver, index, 'crash/app', 'v1');
     // a second process finishes the push (the tag) and is killed before telling the index too
     await tags.tag('crash/app', 'v1', image.digest as Digest).catch(() => undefined);
     assert.notDeepEqual(await differences(driver, index), []);

@@ -12,6 +12,7 @@ import * as layout from '../layout.js';
 import { referencesOf } from '../manifests/index.js';
 import { imageFigures } from './image-figures.js';
 import type { ContentCache } from './content-cache.js';
+import { isObject, parseObject } from './json-object.js';
 
 /** image configuration types whose `config.Labels`, `os` and `architecture` are read */
 const IMAGE_CONFIG_TYPES = new Set(['application/vnd.oci.image.config.v1+json', 'application/vnd.docker.container.image.v1+json']);
@@ -79,17 +80,4 @@ function objectAt(value: Record<string, unknown> | undefined, ...path: string[])
   let at: unknown = value;
   for (const key of path) at = isObject(at) ? at[key] : undefined;
   return at;
-}
-
-function parseObject(content: Buffer): Record<string, unknown> | undefined {
-  try {
-    const doc: unknown = JSON.parse(content.toString('utf8'));
-    return isObject(doc) ? doc : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -11,6 +11,7 @@ import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import { isDigest } from '../digest.js';
 import * as layout from '../layout.js';
 import { forEach } from '../pool.js';
+import { isObject, parseObject } from './json-object.js';
 
 export interface ImageFigures {
   /** bytes of the image; null when a part is unknown */
@@ -90,17 +91,4 @@ async function readJSONConfig(driver: StorageDriver, config: unknown): Promise<R
 
 function sum(sizes: (number | undefined)[]): number | null {
   return sizes.every((s) => s !== undefined) ? sizes.reduce<number>((a, b) => a + b!, 0) : null;
-}
-
-function parseObject(content: Buffer): Record<string, unknown> | undefined {
-  try {
-    const doc: unknown = JSON.parse(content.toString('utf8'));
-    return isObject(doc) ? doc : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
