@@ -197,8 +197,8 @@ describe('web interface: access', needBrowser(), () => {
       await page.getByRole('link', { name: 'secret/keys' }).waitFor();
       assert.deepEqual(await listed(page), NAMES);
       await page.getByRole('link', { name: 'Registry', exact: true }).click();
-      await page.locator('dl.facts').waitFor();
-      assert.match(await page.locator('dl.facts').innerText(), /Authentication\s+token/);
+      await page.locator('#about').waitFor();
+      assert.match(await page.locator('#about').innerText(), /Authentication\s+token/);
     });
   });
 });
