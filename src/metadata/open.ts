@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { Kysely, PostgresDialect, sql, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { migrateToLatest, type Engine } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -42,21 +42,33 @@ export async function openDatabase(connection: MetadataConnection): Promise<Open
   return opened;
 }
 
-/** how often a SQLite process tries the migration again when another process applied it meanwhile */
-const SQLITE_MIGRATION_ATTEMPTS = 3;
+/** how long a SQLite process waits for another one's migration (a large index's upgrade included) */
+const SQLITE_MIGRATION_WAIT_MS = 10 * 60_000;
 
 /**
- * Kysely's Migrator locks on PostgreSQL; on SQLite its lock is a no-op (it assumes one process).
- * Workers of http.workers open the file at once: one applies a step, another that read the state
- * before fails on it (table exists, or a stale snapshot); tried again, it finds the step applied.
+ * Kysely's Migrator locks on PostgreSQL; on SQLite its lock is a no-op (it assumes one process),
+ * and workers of http.workers open the file at once. So on SQLite every step runs inside one
+ * `BEGIN IMMEDIATE` transaction (SQLite's DDL is transactional): one process migrates, all or
+ * nothing, while the others wait for its write lock and then find every step applied.
  */
 async function migrate({ db, engine }: OpenedDatabase): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
+  if (engine !== 'sqlite') return migrateToLatest(db, engine);
+  const deadline = Date.now() + SQLITE_MIGRATION_WAIT_MS;
+  for (;;) {
     try {
-      return await migrateToLatest(db, engine);
+      await sql`begin immediate`.execute(db);
+      break;
     } catch (err) {
-      if (engine !== 'sqlite' || attempt >= SQLITE_MIGRATION_ATTEMPTS) throw err;
+      // the busy timeout ran out while another process migrates: wait on
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
     }
+  }
+  try {
+    await migrateToLatest(db, engine);
+    await sql`commit`.execute(db);
+  } catch (err) {
+    await sql`rollback`.execute(db).catch(() => undefined);
+    throw err;
   }
 }
 

@@ -228,9 +228,9 @@ describe('_catalog and tags/list from the metadata index', () => {
     await advanceUntil(clock, 'the index is built', async () => (await index.state(REBUILT_KEY)) !== undefined, { step: BUILD_POLL_MS });
     assert.equal(await index.state(BUILD_LEASE_KEY), undefined, 'the lease is let go');
     // the rebuild dropped the planted repository (storage has no such thing): the same answer, now from the index
-    const listed = counting.count();
+    // (the planted row, which storage does not have, proves the index answers: the storage
+    // listings the counting driver sees now may be the reconciler's, which the clock runs too)
     assert.deepEqual(await catalogOf(registry), expected);
-    assert.deepEqual(counting.paths.slice(listed), [], 'the index answered');
     assert.equal((await fetch(`${registry.url}/v2/_berth/ext/repositories`)).status, 200);
     await plant(index, 'planted');
     assert.deepEqual(await catalogOf(registry), [...expected, 'planted'].sort(byStorageOrder));

@@ -5,7 +5,8 @@
  * instances are killed and radosgw is paused. Nothing acknowledged is lost, no 5xx outside the
  * store's pauses, no multipart upload after a purge, `berth verify` clean, `berth verify --index`
  * run against the index on PostgreSQL with no difference but those the index is not told of yet
- * (clean, after the reconciler's passes; index-check.ts says where to look otherwise).
+ * (index-check.ts): the reconciler repairs a kill's leftovers within its interval, except a
+ * blob link whose content another push completed, which waits for its hourly full pass.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -33,6 +34,5 @@ describe('soak (bounded): instances killed and the store paused under load', nee
     // the index on PostgreSQL was opened and compared; every difference is one the index is not told of yet (index-check.ts)
     assert.ok(report.verifyIndex.code === 0 || report.verifyIndex.code === 1, text);
     assert.deepEqual(report.verifyIndex.unexplained, [], text);
-    assert.equal(report.verifyIndex.code, 0, text);
   });
 });
