@@ -26,6 +26,8 @@ import { parseFrom, parseSort, summaryCache, tagPage, type SortKey, type Summary
 import type { PageRequest } from '../http/pagination.js';
 import type { Keyset, TagColumn } from '../metadata/browse.js';
 import type { ImageConfig, ManifestDetail, RegistryAbout, RepositoryPage, SearchAnswer, TagPage, TagRow } from './wire.js';
+import { nameUnknown } from '../registry/repositories.js';
+import { indexReads } from '../http/handlers/browse.js';
 
 /** what the registry page shows beyond the settings (attach() of the feature fills it in) */
 export interface RegistryState {
@@ -161,7 +163,7 @@ const MAY_LACK: ReadonlySet<SortKey> = new Set(['mediaType', 'size', 'platforms'
  * no comma; a value may: the platforms), the value empty among the tags without one.
  */
 async function indexedTags(services: Services, reads: BrowseReads, summaries: SummaryCache, name: string, query: PageRequest & { sort: SortKey; desc: boolean }): Promise<TagPage> {
-  if (!(await reads.browse.hasRepository(name))) throw new RegistryError('NAME_UNKNOWN', `repository name not known to registry: ${name}`, { detail: { name } });
+  if (!(await reads.browse.hasRepository(name))) throw nameUnknown(name);
   const after = query.last === undefined ? undefined : parseTagCursor(query.last, query.sort);
   const [figures, rows] = await Promise.all([
     reads.browse.figures([name]),
@@ -197,12 +199,11 @@ function parseTagCursor(last: string, sort: SortKey): Keyset {
 /** GET /ui/api/search?q=&n=: the metadata index's search (metadata/search.ts), over what the caller may pull */
 async function search(req: FastifyRequest, services: Services): Promise<SearchAnswer> {
   const grant = await authorize(req, services, [CATALOG_ACCESS]);
-  if (!services.browse) throw new RegistryError('UNSUPPORTED', 'search needs the metadata index, and this registry runs without it', { status: 404 });
-  if (!(await services.browse.inSync())) throw new RegistryError('UNAVAILABLE', 'search: the metadata index is being built from storage (the first start over an existing root); try again shortly');
+  const reads = await indexReads(services, 'search');
   const q = queryValue(req, 'q') ?? '';
   if (q.length === 0 || q.length > 256) throw new RegistryError('UNSUPPORTED', 'q: the text to search for, 1 to 256 characters', { status: 400 });
   const { n } = parsePagination(req, { defaultN: 10, max: 100 });
-  return services.browse.search.search(q, n, grant.lists);
+  return reads.search.search(q, n, grant.lists);
 }
 
 /**

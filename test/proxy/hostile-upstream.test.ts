@@ -20,6 +20,7 @@ import { validateConfig } from '../../src/config/load.js';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { merge, type Overrides } from '../helpers/berth.js';
 import { errorCodes, sha256 } from '../helpers/blobs.js';
+import { drainedOrClosed } from '../helpers/drained.js';
 
 const MiB = 1024 * 1024;
 /** what an "endless" body of these upstreams stops at, so the code before the fixes still ends */
@@ -92,18 +93,6 @@ async function pour(hostile: Hostile, res: ServerResponse, total: number, end = 
     if (!res.write(piece)) await drainedOrClosed(res);
   }
   if (end && !res.destroyed) res.end();
-}
-
-function drainedOrClosed(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }
 
 interface Mirror {

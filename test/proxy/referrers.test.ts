@@ -18,6 +18,7 @@ import { buildImage, pushImageOK, putManifest, type Image } from '../helpers/ima
 import { startReferenceRegistry, type ReferenceRegistry } from '../helpers/reference-registry.js';
 import { startRelay, type Relay } from '../helpers/relay.js';
 import { needTool } from '../helpers/tools.js';
+import { drainedOrClosed } from '../helpers/drained.js';
 
 const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
 const SBOM = 'application/vnd.example.sbom.v1+json';
@@ -216,18 +217,6 @@ describe('a mirror of Distribution (no referrers API) reads the referrers tag sc
     assert.deepEqual((await referrers(mirror.url, 'lib/other', image.digest)).body.manifests, [], 'nor for a repository the upstream does not know');
   });
 });
-
-function drainedOrClosed(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-}
 
 interface Fake {
   url: string;

@@ -22,6 +22,7 @@ import type { BrowseReads, Handler, Services } from '../context.js';
 import { grantOf } from '../grants.js';
 import { DEFAULT_TAGS_PAGE, parsePagination } from '../pagination.js';
 import type { Route } from '../routes.js';
+import { nameUnknown } from '../../registry/repositories.js';
 
 type Of<K extends Route['kind']> = Extract<Route, { kind: K }>;
 
@@ -47,7 +48,7 @@ export const getDiscover: Handler<Of<'discover'>> = async (_req, reply, _route, 
 
 /** GET /v2/_berth/ext/repositories?n=&last=&sort=name|size|pushed|pulls&desc=1&q= */
 export const getRepositories: Handler<Of<'ext-repositories'>> = async (req, reply, _route, services) => {
-  const reads = await indexOf(services, 'repositories');
+  const reads = await indexReads(services, `${EXTENSION}/ext/repositories`);
   const page = parsePagination(req, { defaultN: DEFAULT_TAGS_PAGE, max: services.options.pageMax });
   const sort = parseSort(req, REPOSITORY_SORTS, 'repositories');
   const desc = parseDesc(req);
@@ -74,12 +75,12 @@ export const getRepositories: Handler<Of<'ext-repositories'>> = async (req, repl
 
 /** GET /v2/<name>/_berth/ext/tags?n=&last=&sort=name|pushed|size&desc=1 */
 export const getTagPage: Handler<Of<'ext-tags'>> = async (req, reply, route, services) => {
-  const reads = await indexOf(services, 'tags');
+  const reads = await indexReads(services, `${EXTENSION}/ext/tags`);
   const page = parsePagination(req, { defaultN: DEFAULT_TAGS_PAGE, max: services.options.pageMax });
   const sort = parseSort(req, TAG_SORTS, 'tags');
   const desc = parseDesc(req);
   const after = page.last === undefined ? undefined : parseCursor(page.last, sort);
-  if (!(await reads.browse.hasRepository(route.name))) throw unknownRepository(route.name);
+  if (!(await reads.browse.hasRepository(route.name))) throw nameUnknown(route.name);
   const rows = page.n === 0 ? [] : await reads.browse.tags(route.name, { sort, desc, after, limit: page.n + 1 });
   const tags = rows.slice(0, page.n);
   if (rows.length > page.n) {
@@ -92,7 +93,7 @@ export const getTagPage: Handler<Of<'ext-tags'>> = async (req, reply, route, ser
 
 /** GET /v2/<name>/_berth/ext/history?tag=<tag>&n=&last=: what the tag named, newest first */
 export const getHistory: Handler<Of<'ext-history'>> = async (req, reply, route, services) => {
-  const reads = await indexOf(services, 'history');
+  const reads = await indexReads(services, `${EXTENSION}/ext/history`);
   const tagParam = queryValue(req, 'tag');
   if (!tagParam) throw badParameter('tag: the tag whose history is wanted is required (?tag=latest)');
   const tag = checkTag(tagParam);
@@ -105,7 +106,7 @@ export const getHistory: Handler<Of<'ext-history'>> = async (req, reply, route, 
   }
   const rows = page.n === 0 ? [] : await reads.history.tagHistory(route.name, tag, page.n + 1, before);
   if (rows.length === 0 && page.last === undefined && page.n > 0) {
-    if (!(await reads.browse.hasRepository(route.name))) throw unknownRepository(route.name);
+    if (!(await reads.browse.hasRepository(route.name))) throw nameUnknown(route.name);
     throw new RegistryError('MANIFEST_UNKNOWN', `tag ${JSON.stringify(tag)} of ${route.name} has no history: it was never pushed while the index was on`, { detail: { tag } });
   }
   const history = rows.slice(0, page.n);
@@ -122,7 +123,7 @@ export const getHistory: Handler<Of<'ext-history'>> = async (req, reply, route, 
  * the caller may pull are counted: one who sees part of a namespace gets that part's usage.
  */
 export const getUsage: Handler<Of<'ext-usage'>> = async (req, reply, _route, services) => {
-  const reads = await indexOf(services, 'usage');
+  const reads = await indexReads(services, `${EXTENSION}/ext/usage`);
   const raw = queryValue(req, 'namespace');
   if (!raw) return json(reply, { namespaces: await reads.usage.visibleTopLevel(grantOf(req).lists) });
   const namespace = raw.replace(/\/+$/, '');
@@ -134,7 +135,7 @@ export const getUsage: Handler<Of<'ext-usage'>> = async (req, reply, _route, ser
 
 /** GET /v2/_berth/ext/search?q=&n=: repositories, tags, digests and label or annotation values */
 export const getSearch: Handler<Of<'ext-search'>> = async (req, reply, _route, services) => {
-  const reads = await indexOf(services, 'search');
+  const reads = await indexReads(services, `${EXTENSION}/ext/search`);
   const q = queryValue(req, 'q') ?? '';
   if (q.length === 0) throw badParameter('q: the text to search for is required (?q=...)');
   if (q.length > MAX_TEXT) throw badParameter(`q: at most ${MAX_TEXT} characters`);
@@ -147,26 +148,26 @@ function json(reply: FastifyReply, body: unknown): FastifyReply {
   return reply.header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
-async function indexOf(services: Services, component: string): Promise<BrowseReads> {
+/**
+ * the metadata index's reads for `what` (an extension's path, the web interface's search): 404
+ * UNSUPPORTED without the index, 503 UNAVAILABLE until it is built (a partial answer would read
+ * as the registry's whole content)
+ */
+export async function indexReads(services: Services, what: string): Promise<BrowseReads> {
   const reads = services.browse;
   if (!reads) {
-    throw new RegistryError('UNSUPPORTED', `${EXTENSION}/ext/${component} needs the metadata index, and this registry runs without it (metadata.enabled: false); the V2 API (_catalog, tags/list) still answers`, {
+    throw new RegistryError('UNSUPPORTED', `${what} needs the metadata index, and this registry runs without it (metadata.enabled: false); the V2 API (_catalog, tags/list) still answers`, {
       status: 404,
     });
   }
-  // a partial answer would read as the registry's whole content
   if (!(await reads.inSync())) {
-    throw new RegistryError('UNAVAILABLE', `${EXTENSION}/ext/${component}: the metadata index is being built from storage (the first start over an existing root); try again shortly`);
+    throw new RegistryError('UNAVAILABLE', `${what}: the metadata index is being built from storage (the first start over an existing root); try again shortly`);
   }
   return reads;
 }
 
 function badParameter(message: string): RegistryError {
   return new RegistryError('UNSUPPORTED', `bad query parameter: ${message}`, { status: 400 });
-}
-
-function unknownRepository(name: string): RegistryError {
-  return new RegistryError('NAME_UNKNOWN', `repository name not known to registry: ${name}`, { detail: { name } });
 }
 
 function parseSort<S extends string>(req: FastifyRequest, allowed: readonly S[], what: string): S {
