@@ -6,11 +6,11 @@
  * index records when it was rebuilt (REBUILT_KEY).
  */
 import type { StorageDriver } from '../../storage/driver.js';
-import { REBUILT_KEY, RepositoryChangedError, type MetadataIndex } from '../../metadata/metadata-index.js';
+import { REBUILT_KEY, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import { ContentCache } from './content-cache.js';
-import { readRepositoryFacts, type StoredRepository } from './facts.js';
+import { replaceFromStorage } from './reindex.js';
 
 /** repositories read and written at once */
 export const REBUILD_REPOSITORIES = 8;
@@ -43,7 +43,7 @@ export async function rebuildIndex(
   const names: string[] = [];
   for await (const name of repositoryNames(driver)) names.push(name);
   await forEach(names, REBUILD_REPOSITORIES, async (name) => {
-    const facts = await replaceFromStorage(driver, index, name, cache, options.signal);
+    const facts = await replaceFromStorage(driver, index, name, { attempts: REBUILD_ATTEMPTS, cache, signal: options.signal });
     seen.add(name);
     summary.repositories++;
     summary.manifests += facts.manifests.length;
@@ -58,18 +58,4 @@ export async function rebuildIndex(
   await index.dropUnlinkedBlobs();
   await index.setState(REBUILT_KEY, new Date((options.now ?? Date.now)()).toISOString());
   return summary;
-}
-
-async function replaceFromStorage(driver: StorageDriver, index: MetadataIndex, name: string, cache: ContentCache, signal?: AbortSignal): Promise<StoredRepository> {
-  for (let attempt = 1; ; attempt++) {
-    signal?.throwIfAborted();
-    const changes = await index.changesOf(name);
-    const facts = await readRepositoryFacts(driver, name, cache);
-    try {
-      await index.replaceRepository(facts, facts.hasManifests, changes);
-      return facts;
-    } catch (err) {
-      if (!(err instanceof RepositoryChangedError) || attempt >= REBUILD_ATTEMPTS) throw err;
-    }
-  }
 }

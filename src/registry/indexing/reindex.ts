@@ -10,26 +10,42 @@ import { listDigests } from '../digest-dirs.js';
 import { repositoryNames } from '../gc/repositories.js';
 import * as layout from '../layout.js';
 import { forEach } from '../pool.js';
-import { readRepositoryFacts } from './facts.js';
+import type { ContentCache } from './content-cache.js';
+import { readRepositoryFacts, type StoredRepository } from './facts.js';
 import type { RepositorySink } from './sink.js';
 
 /** reads of a repository written to by requests meanwhile, before the pass gives up on it (the reconciler takes it later) */
 const REINDEX_ATTEMPTS = 3;
 
 export async function reindexRepository(driver: StorageDriver, index: RepositorySink, name: string): Promise<'replaced' | 'dropped'> {
-  // a push landing while storage is read would be undone by rows read before it: read again
+  const changes = await index.changesOf(name);
+  // refused: a request wrote to it since, so storage has it again
+  if (!(await inStorage(driver, name)) && (await index.dropRepository(name, changes))) return 'dropped';
+  await replaceFromStorage(driver, index, name, { attempts: REINDEX_ATTEMPTS });
+  return 'replaced';
+}
+
+/**
+ * the repository's rows replaced by what storage holds, unless a request wrote to it between the
+ * read and the write (MetadataIndex counts those writes): a push would be undone by rows read
+ * before it, so the repository is read again, up to `attempts` times. `cache`: content read
+ * during one walk; `signal`: stop between attempts.
+ */
+export async function replaceFromStorage(
+  driver: StorageDriver,
+  index: RepositorySink,
+  name: string,
+  options: { attempts: number; cache?: ContentCache; signal?: AbortSignal },
+): Promise<StoredRepository> {
   for (let attempt = 1; ; attempt++) {
+    options.signal?.throwIfAborted();
     const changes = await index.changesOf(name);
+    const facts = await readRepositoryFacts(driver, name, options.cache);
     try {
-      if (!(await inStorage(driver, name))) {
-        if (await index.dropRepository(name, changes)) return 'dropped';
-        throw new RepositoryChangedError(name);
-      }
-      const facts = await readRepositoryFacts(driver, name);
       await index.replaceRepository(facts, facts.hasManifests, changes);
-      return 'replaced';
+      return facts;
     } catch (err) {
-      if (!(err instanceof RepositoryChangedError) || attempt === REINDEX_ATTEMPTS) throw err;
+      if (!(err instanceof RepositoryChangedError) || attempt >= options.attempts) throw err;
     }
   }
 }
