@@ -5,7 +5,7 @@
  * the file (specificity below); within it, a user gets the union of their own entry and `*`. Without `auth.access`, every authenticated user may do
  * everything and anonymous requests nothing.
  */
-import { repositoryGlob } from '../registry/names.js';
+import { compareGlobs, repositoryGlob } from '../registry/names.js';
 import { REPOSITORY_ACTIONS, type AccessRequest, type RepositoryAction } from './access.js';
 
 export type AccessRules = Record<string, Record<string, RepositoryAction[]>>;
@@ -18,22 +18,6 @@ interface Rule {
 
 export const ANONYMOUS = 'anonymous';
 
-/**
- * How specific a glob is: more literal characters first (an exact name beats every glob that
- * matches it: `hr` beats `**` however they are listed), then fewer `**`, then fewer `*` (`team/*`
- * beats `team/**`). Two globs that tie and both match a name are equally specific; the first
- * listed decides (config check can not tell whether two such globs overlap).
- */
-function specificity(glob: string): [literal: number, doubleStars: number, stars: number] {
-  const doubleStars = glob.split('**').length - 1;
-  const stars = glob.split('*').length - 1 - 2 * doubleStars;
-  return [glob.replace(/\*/g, '').length, doubleStars, stars];
-}
-
-function compareSpecificity(a: ReturnType<typeof specificity>, b: ReturnType<typeof specificity>): number {
-  return b[0] - a[0] || a[1] - b[1] || a[2] - b[2];
-}
-
 export class AccessPolicy {
   private readonly rules: Rule[];
 
@@ -44,7 +28,7 @@ export class AccessPolicy {
         ? [{ glob: '**', pattern: /^.*$/, users: { '*': [...REPOSITORY_ACTIONS] } }]
         : Object.entries(rules)
             .map(([glob, users]) => ({ glob, pattern: repositoryGlob(glob), users }))
-            .sort((a, b) => compareSpecificity(specificity(a.glob), specificity(b.glob)));
+            .sort((a, b) => compareGlobs(a.glob, b.glob));
   }
 
   /** the actions `user` (undefined: anonymous) may take on repository `name` */

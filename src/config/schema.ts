@@ -754,6 +754,43 @@ const metadata = z
   })
   .refine((m) => !(m.sqlite && m.postgres), { message: 'choose one engine: metadata.sqlite or metadata.postgres, not both' });
 
+/** a number of bytes: an integer, or a figure with a binary unit ("50GiB", "512MiB") */
+const byteCount = z.union([
+  int(0),
+  z.string().regex(/^\d+(\.\d+)?\s*(B|KiB|MiB|GiB|TiB)$/, 'expected a number of bytes such as 53687091200 or "50GiB" (units B, KiB, MiB, GiB, TiB)').transform((text) => {
+    const [, figure, unit] = /^(\d+(?:\.\d+)?)\s*(\w+)$/.exec(text)!;
+    const units: Record<string, number> = { B: 1, KiB: 1024, MiB: MiB, GiB: GiB, TiB: 1024 * GiB };
+    return Math.floor(Number(figure) * units[unit]);
+  }),
+]);
+
+/** a tag glob of policies.immutabletags: `*` for any run of characters, a leading `!` excludes */
+const tagGlob = z.string().regex(/^!?[A-Za-z0-9_.*-]{1,128}$/, 'expected a tag glob such as "v*" or "!v*-rc*"');
+
+/**
+ * policies: what a push may do (src/policies/), matched by repository glob. Per aspect
+ * (immutabletags, signatures) the most specific policy that sets it decides, as in auth.access;
+ * every quota whose globs match a repository holds, each over all the repositories its globs match.
+ */
+const policy = z
+  .strictObject({
+    repositories: z.array(repositoryGlob).min(1),
+    immutabletags: z.array(tagGlob).min(1).optional(),
+    quota: z
+      .strictObject({ bytes: byteCount.optional(), repositories: int(1).optional() })
+      .refine((q) => q.bytes !== undefined || q.repositories !== undefined, { message: 'a quota needs bytes, repositories or both' })
+      .optional(),
+    signatures: z
+      .strictObject({
+        require: bool.default(false),
+        cosign: z.strictObject({ keys: z.array(z.string().min(1)).min(1) }),
+      })
+      .optional(),
+  })
+  .refine((p) => p.immutabletags !== undefined || p.quota !== undefined || p.signatures !== undefined, {
+    message: 'a policy needs at least one of immutabletags, quota and signatures',
+  });
+
 export const configSchema = z.strictObject({
   version: z.union([z.literal('0.1'), z.literal(0.1)]).transform(() => '0.1' as const),
   /** Distribution's deprecated spelling of log.level */
@@ -776,6 +813,7 @@ export const configSchema = z.strictObject({
   ui,
   metadata: metadata.optional(),
   replication: replication.optional(),
+  policies: z.array(policy).optional(),
 })
   .refine((c) => c.http.workers === 1 || c.ratelimit === undefined || c.redis !== undefined, {
     message: 'with several workers each would keep its own buckets, allowing workers × rate: set redis (the buckets are then shared), or http.workers: 1',

@@ -44,6 +44,24 @@ export function repositoryGlob(glob: string): RegExp {
   return new RegExp(`^${source}$`);
 }
 
+/**
+ * How specific a glob is: more literal characters first (an exact name beats every glob that
+ * matches it: `hr` beats `**` however they are listed), then fewer `**`, then fewer `*` (`team/*`
+ * beats `team/**`). Two globs that tie and both match a name are equally specific; the first
+ * listed decides (config check can not tell whether two such globs overlap).
+ */
+function specificity(glob: string): [literal: number, doubleStars: number, stars: number] {
+  const doubleStars = glob.split('**').length - 1;
+  const stars = glob.split('*').length - 1 - 2 * doubleStars;
+  return [glob.replace(/\*/g, '').length, doubleStars, stars];
+}
+
+/** sorts globs most specific first (auth.access and policies pick the first that matches) */
+export function compareGlobs(a: string, b: string): number {
+  const [x, y] = [specificity(a), specificity(b)];
+  return y[0] - x[0] || x[1] - y[1] || x[2] - y[2];
+}
+
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
