@@ -153,6 +153,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       auth,
       pages: enabled.find((parts) => parts.pages)?.pages,
       browse: enabled.find((parts) => parts.browse)?.browse,
+      pullGate: enabled.find((parts) => parts.pullGate)?.pullGate?.(content),
     },
     logger,
     tls,

@@ -8,12 +8,14 @@
  * compiler checks that it fits every slice.
  */
 import type { Logger } from 'pino';
+import type { AuditSink } from '../audit/record.js';
 import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
 import type { BrowseReads, Pages, RequestMetrics } from '../http/context.js';
 import type { HealthMonitor } from '../health/monitor.js';
 import type { Readiness } from '../health/readiness.js';
 import type { EventSink } from '../notifications/events.js';
 import type { Notifier } from '../notifications/notifier.js';
+import type { PullGate } from '../policies/signatures/gate.js';
 import type { BlobGuard, BlobStore } from '../registry/blobs.js';
 import type { PullSink } from '../registry/activity.js';
 import type { ContentSource } from '../registry/content.js';
@@ -69,6 +71,8 @@ export interface FeatureParts {
   requestMetrics?: RequestMetrics;
   /** where manifests, blobs and tags are read from instead of storage alone (`stored`), e.g. the pull-through cache */
   contentSource?(core: Core, stored: ContentSource): ContentSource;
+  /** decides which manifests a caller may pull (signature policies), reading through the finished content source */
+  pullGate?(content: ContentSource, audit?: AuditSink): PullGate;
   /** a write to this repository answers 405 UNSUPPORTED with the message returned (the pull-through cache) */
   refuseWrites?(name: string): string | undefined;
   /** containerd's mirror parameter `ns=<registry host>`: the repository's local name, when that host is mirrored */

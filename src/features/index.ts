@@ -16,7 +16,8 @@ import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
 import { replicationFeature } from './replication.js';
 import { retentionFeature } from './retention.js';
+import { signaturesFeature } from './signatures.js';
 import { uiFeature } from './ui.js';
 import { uploadPurgeFeature } from './upload-purge.js';
 
-export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, metadataFeature, expiryFeature, retentionFeature, gcFeature, uploadPurgeFeature, replicationFeature, healthFeature, debugFeature, uiFeature] as const;
+export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, metadataFeature, expiryFeature, retentionFeature, gcFeature, uploadPurgeFeature, replicationFeature, healthFeature, debugFeature, uiFeature, signaturesFeature] as const;

@@ -2,14 +2,14 @@
 import type { FastifyRequest } from 'fastify';
 import { parseDigest } from '../../registry/digest.js';
 import { RegistryError } from '../../registry/errors.js';
-import { MissingReferences, type Reference } from '../../registry/manifest-store.js';
+import { MissingReferences, type Reference, type StoredManifest } from '../../registry/manifest-store.js';
 import { MANIFEST_LIMIT } from '../../registry/manifests/index.js';
 import { checkTag } from '../../registry/names.js';
 import { contentTypeOf, queryValues, readSmallBody } from '../body.js';
 import { clientGone } from '../client-gone.js';
 import { withStatus } from '../errors.js';
 import { grantOf } from '../grants.js';
-import type { Handler } from '../context.js';
+import type { Handler, Services } from '../context.js';
 import type { Route } from '../routes.js';
 import { deleteEvent, manifestEvent } from '../events.js';
 import { CONTENT_DIGEST_HEADER } from '../wire-names.js';
@@ -47,6 +47,7 @@ function parseReference(reference: string): Reference {
 export const getManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
   const reference = parseReference(route.reference);
   const manifest = await services.content.manifest(route.name, reference);
+  await refuseUnsigned(req, route.name, reference, manifest, services);
   const etag = `"${manifest.digest}"`;
   reply
     .header('content-type', manifest.mediaType)
@@ -66,6 +67,15 @@ export const getManifest: Handler<ManifestRoute> = async (req, reply, route, ser
   });
   return reply.send(manifest.content);
 };
+
+/** 403 DENIED when a signature policy refuses this caller the manifest (the message names the policy) */
+async function refuseUnsigned(req: FastifyRequest, name: string, reference: Reference, manifest: StoredManifest, { pullGate }: Services): Promise<void> {
+  if (!pullGate) return;
+  const grant = grantOf(req);
+  const mayPush = grant.allows({ type: 'repository', name, action: 'push' });
+  const refusal = await pullGate.refusal(name, reference, manifest, { mayPush, actor: grant.user, address: req.ip });
+  if (refusal) throw new RegistryError('DENIED', refusal, { detail: { name, digest: manifest.digest } });
+}
 
 export const putManifest: Handler<ManifestRoute> = async (req, reply, route, services) => {
   const { manifests, urls, options } = services;
