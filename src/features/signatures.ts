@@ -9,12 +9,13 @@ import type { Feature } from './feature.js';
 
 export interface SignaturesConfig {
   policies?: PolicyOptions[];
+  auth?: unknown;
 }
 
 export const signaturesFeature: Feature<SignaturesConfig> = {
   name: 'signatures',
   enabled: (config) => (config.policies ?? []).some((p) => p.signatures !== undefined),
-  async load(config) {
+  async load(config, { logger }) {
     const [{ PolicySet }, { readKeySets }, { SignaturePolicy }, { SignatureVerifier }] = await Promise.all([
       import('../policies/match.js'),
       import('../policies/signatures/keys.js'),
@@ -27,6 +28,11 @@ export const signaturesFeature: Feature<SignaturesConfig> = {
       keySets = readKeySets(policies);
     } catch (err) {
       throw new ConfigError([(err as Error).message], 'policies');
+    }
+    const requiring = policies.policies.filter((p) => p.options.signatures?.require);
+    if (requiring.length > 0 && config.auth === undefined) {
+      // callers that may push are exempt, and without auth every caller may push
+      logger.warn({ policies: requiring.map((p) => p.source) }, 'signatures.require has no effect without auth: every client may push and so may pull unsigned images; configure auth.htpasswd or auth.token');
     }
     return {
       pullGate: (content, audit) => new SignaturePolicy(policies, keySets, new SignatureVerifier(content), audit),
