@@ -22,6 +22,7 @@ import { visiblePage, visibleRows, type VisiblePage } from '../registry/visible-
 import type { StorageDriver } from '../storage/driver.js';
 import { session } from './session.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
+import { markSigned, signedBy } from './signatures.js';
 import { parseFrom, parseSort, summaryCache, tagPage, type SortKey, type SummaryCache, type TagSource } from './tag-list.js';
 import type { PageRequest } from '../http/pagination.js';
 import type { Keyset, TagColumn } from '../metadata/browse.js';
@@ -134,7 +135,7 @@ async function tags(req: FastifyRequest, services: Services, state: RegistryStat
   const summaries = (state.summaries ??= summaryCache());
   const reads = await indexedReads(services);
   if (reads) {
-    return indexedTags(services, reads, summaries, name, { ...page, sort, desc: queryValue(req, 'desc') === '1' });
+    return markSigned(await indexedTags(services, reads, summaries, name, { ...page, sort, desc: queryValue(req, 'desc') === '1' }), services.pullGate);
   }
   const source: TagSource = {
     name,
@@ -148,7 +149,7 @@ async function tags(req: FastifyRequest, services: Services, state: RegistryStat
     },
     pushed: (tag) => tagPushed(state, name, tag),
   };
-  return tagPage(source, { n: page.n, last: page.last, from, sort, desc: queryValue(req, 'desc') === '1' });
+  return markSigned(await tagPage(source, { n: page.n, last: page.last, from, sort, desc: queryValue(req, 'desc') === '1' }), services.pullGate);
 }
 
 /** the index's column for each of the view's (tag-list.ts's SORT_KEYS): `size` is the image's, not the manifest's */
@@ -215,12 +216,13 @@ async function manifest(req: FastifyRequest, services: Services, state: Registry
   const grant = await authorize(req, services, [pull(name)]);
   const stored = await services.content.manifest(name, ref);
   const doc = parseManifest(stored.content);
-  const [summary, config, referrers, taggedAs, pushed] = await Promise.all([
+  const [summary, config, referrers, taggedAs, pushed, signers] = await Promise.all([
     summarize(services.content, name, stored),
     readConfig(services.content, name, doc),
     services.manifests.referrers(name, stored.digest).catch(() => []),
     tagsNaming(services, name, stored.digest),
     pushedAt(state, name, stored.digest),
+    signedBy(services.pullGate, name, stored.digest),
   ]);
   let children: ManifestDetail['children'];
   if (isIndex(doc)) {
@@ -248,6 +250,7 @@ async function manifest(req: FastifyRequest, services: Services, state: Registry
     referrers,
     tags: taggedAs,
     pushed,
+    signedBy: signers,
     // a token names only what it was asked for (pull): the browser learns about delete by trying
     mayDelete: grant.allows({ type: 'repository', name, action: 'delete' }),
   };

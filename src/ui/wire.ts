@@ -83,7 +83,8 @@ export interface SearchAnswer {
 }
 
 /** `pushed`: when the tag was last pushed (the manifest page's `pushed` is the manifest's, by any tag or digest) */
-export type TagRow = { tag: string } & (Summary & { pushed?: string } | { error: string });
+/** `signedBy`: where a signatures policy applies, the trusted keys that signed the image (empty: not signed) */
+export type TagRow = { tag: string } & (Summary & { pushed?: string; signedBy?: string[] } | { error: string });
 
 /** GET /ui/api/repositories/<name>/tags/list?n=&sort=&desc=1&last= (by name) or &from= (by another column) */
 export interface TagPage {
@@ -124,6 +125,8 @@ export interface ManifestDetail {
   /** the tags naming this digest, among the first `scanned` of `total` */
   tags: { tags: string[]; scanned: number; total: number };
   pushed?: string;
+  /** where a signatures policy applies: the trusted keys that signed it (empty: not signed) */
+  signedBy?: string[];
   /** the caller's grant allows deleting it (with token auth only what the token holds: pull) */
   mayDelete: boolean;
 }

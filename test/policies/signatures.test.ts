@@ -104,6 +104,20 @@ describe('signature policies with cosign', needCosign(), () => {
     assert.equal((await pull(b.url, 'prod/app', sigTag)).status, 200);
   });
 
+  it('marks images "signed by <key>" or "not signed" in the web interface\'s JSON', async () => {
+    const signed = await push('prod/shown', buildImage('oci-manifest'), 'signed');
+    await push('prod/shown', buildImage('oci-manifest'), 'unsigned');
+    await push('dev/shown');
+    await sign(`prod/shown@${signed.digest}`);
+    const page = (await (await fetch(`${b.url}/ui/api/repositories/prod/shown/tags/list`, { headers: { authorization: READER } })).json()) as { tags: { tag: string; signedBy?: string[] }[] };
+    const marks = Object.fromEntries(page.tags.map((t) => [t.tag, t.signedBy]));
+    assert.deepEqual(marks, { [`sha256-${signed.digest.slice('sha256:'.length)}.sig`]: undefined, signed: ['release'], unsigned: [] });
+    const detail = (await (await fetch(`${a.url}/ui/api/repositories/prod/shown/manifests/signed`, { headers: { authorization: READER } })).json()) as { signedBy?: string[] };
+    assert.deepEqual(detail.signedBy, ['release']);
+    const elsewhere = (await (await fetch(`${a.url}/ui/api/repositories/dev/shown/tags/list`, { headers: { authorization: READER } })).json()) as { tags: { signedBy?: string[] }[] };
+    assert.equal(elsewhere.tags[0].signedBy, undefined, 'no signatures policy: no mark');
+  });
+
   it('serves an image signed as an OCI 1.1 referrer, and the referrer itself', async () => {
     const image = await push('prod/referred');
     assertDenied(await pull(b.url, 'prod/referred', 'v1'), 'prod/referred');

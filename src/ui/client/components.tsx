@@ -117,3 +117,9 @@ export function kindOf(mediaType: string, artifactType?: string): string {
   if (/v1\+prettyjws|v1\+json$/.test(mediaType) && mediaType.includes('docker')) return 'schema1';
   return 'image';
 }
+
+/** the signature mark where a signatures policy applies: "signed by <key>" or "not signed"; nothing elsewhere */
+export function SignedMark({ by }: { by?: string[] }) {
+  if (by === undefined) return null;
+  return by.length > 0 ? <span class="signed" title="signed with cosign by a key the registry's policy trusts">signed by {by.join(', ')}</span> : <span class="signed unsigned">not signed</span>;
+}

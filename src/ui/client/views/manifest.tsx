@@ -5,7 +5,7 @@
  */
 import { useRef, useState } from 'preact/hooks';
 import { APIError, errorOf, getJSON, request } from '../api';
-import { Copyable, Digest, formatSize, kindOf, Link, Problem, Status, Time, useLoad } from '../components';
+import { Copyable, Digest, formatSize, kindOf, Link, Problem, SignedMark, Status, Time, useLoad } from '../components';
 import { href, manifestHref, navigate, repositoryHref } from '../router';
 import { plainHTTP, registryHost, settings } from '../settings';
 import { isRecord, isSize, isText, isTexts, Raw, Text } from '../shape';
@@ -54,6 +54,12 @@ function Details({ detail: d, reference }: { detail: Detail; reference: string }
         <dd><Time at={d.summary.created ?? d.config?.created} /></dd>
         <dt>Pushed</dt>
         <dd><Time at={d.pushed} /></dd>
+        {d.signedBy !== undefined && (
+          <>
+            <dt>Signature</dt>
+            <dd><SignedMark by={d.signedBy} /></dd>
+          </>
+        )}
         <dt>Tags</dt>
         <dd>{d.tags.tags.length ? d.tags.tags.map((t) => <Link class="tag" href={manifestHref(d.name, t)}>{t}</Link>) : <span class="muted">none</span>}</dd>
         {d.manifest.subject && (

@@ -1,6 +1,6 @@
 /** `/ui/repositories/<name>`: a page of its tags with digest, kind, size, platforms, build and push times; sortable by each over the whole list. */
 import { getJSON } from '../api';
-import { Digest, formatSize, kindOf, Link, Status, Time, useLoad } from '../components';
+import { Digest, formatSize, kindOf, Link, SignedMark, Status, Time, useLoad } from '../components';
 import { href, manifestHref, repositoryHref } from '../router';
 import type { Summary, TagPage as Page } from '../../wire';
 
@@ -55,7 +55,7 @@ export function Repository({ name, last, from, sort, desc }: { name: string; las
                   <tbody>
                     {page.tags.map((t) => (
                       <tr key={t.tag}>
-                        <td><Link href={manifestHref(name, t.tag)}>{t.tag}</Link></td>
+                        <td><Link href={manifestHref(name, t.tag)}>{t.tag}</Link>{'signedBy' in t && <SignedMark by={t.signedBy} />}</td>
                         {'error' in t ? (
                           <td colSpan={6} class="muted">{t.error}</td>
                         ) : (
