@@ -146,13 +146,26 @@ describe('signature verification', () => {
     assert.equal(await policy.refusal('prod/app', { tag: 'v4' }, unsigned, { ...reader, mayPush: true }), undefined);
     assert.equal(await policy.refusal('shown/app', { tag: 'v4' }, unsigned, reader), undefined);
     assert.deepEqual(await policy.signedBy('shown/app', unsigned.digest), []);
-    const sigTag = `sha256-${'b'.repeat(64)}.sig`;
-    assert.equal(await policy.refusal('prod/app', { tag: sigTag }, unsigned, reader), undefined);
-    const sbom = repo.addManifest({ ...image(5), artifactType: 'application/spdx+json' });
+    const sbom = repo.addManifest({ ...image(5), config: { mediaType: 'application/vnd.oci.empty.v1+json', size: 2, digest: `sha256:${'c'.repeat(64)}` }, artifactType: 'application/spdx+json' });
     assert.equal(await policy.refusal('prod/app', { digest: sbom.digest }, sbom, reader), undefined);
+    const attestation = repo.addManifest({ ...image(5), layers: [{ mediaType: 'application/vnd.dsse.envelope.v1+json', size: 1, digest: `sha256:${'d'.repeat(64)}` }] });
+    assert.equal(await policy.refusal('prod/app', { tag: `sha256-${'b'.repeat(64)}.att` }, attestation, reader), undefined);
     assert.equal(records.length, 0);
+    const sigTag = `sha256-${'b'.repeat(64)}.sig`;
     assert.ok(isCosignTag(sigTag) && isCosignTag(sigTag.replace('.sig', '.att')) && !isCosignTag('v1.sig'));
     assert.ok(!isAttachment(image(6)));
+  });
+
+  it('refuses a runnable image dressed as an attachment: under a .sig tag, with a subject or an artifactType', async () => {
+    const repo = new FakeRepository();
+    const policy = gate(repo);
+    const dressed = [
+      { ...image(11) },
+      { ...image(12), subject: { mediaType: 'application/vnd.oci.image.manifest.v1+json', size: 1, digest: `sha256:${'e'.repeat(64)}` } },
+      { ...image(13), artifactType: 'application/vnd.dev.cosign.artifact.sig.v1+json' },
+    ].map((m) => repo.addManifest(m));
+    assert.ok(await policy.refusal('prod/app', { tag: `sha256-${'f'.repeat(64)}.sig` }, dressed[0], reader));
+    for (const m of dressed.slice(1)) assert.ok(await policy.refusal('prod/app', { digest: m.digest }, m, reader));
   });
 
   it('caches a verification until the .sig tag or the referrers change', async () => {

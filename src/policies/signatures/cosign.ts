@@ -65,13 +65,15 @@ const IMAGE_CONFIGS = ['application/vnd.oci.image.config.v1+json', 'application/
 
 /**
  * Is this manifest something attached to an image (a signature, attestation, SBOM or other
- * artifact) rather than an image? Those can always be pulled: a subject, an artifactType, a config
- * that is no image config, or layers that are all signatures, attestations or SBOMs.
+ * artifact) that no container runtime would run? Those can always be pulled. Judged by content:
+ * a config that is no image config (cosign's OCI 1.1 signatures, ORAS artifacts), or layers that
+ * are all signatures, attestations or SBOMs (cosign's `.sig`/`.att`/`.sbom` manifests). Not by a
+ * `sha256-<hex>.sig` tag, a `subject` or an `artifactType`: anyone who may push can put those on
+ * a runnable image, and would then get it past the policy.
  */
 export function isAttachment(manifest: unknown): boolean {
-  const m = manifest as { subject?: unknown; artifactType?: unknown; config?: { mediaType?: unknown }; layers?: { mediaType?: unknown }[] };
+  const m = manifest as { config?: { mediaType?: unknown }; layers?: { mediaType?: unknown }[] };
   if (m === null || typeof m !== 'object') return false;
-  if (m.subject !== undefined || typeof m.artifactType === 'string') return true;
   if (m.config && typeof m.config.mediaType === 'string' && !IMAGE_CONFIGS.includes(m.config.mediaType)) return true;
   return Array.isArray(m.layers) && m.layers.length > 0 && m.layers.every((l) => typeof l?.mediaType === 'string' && ATTACHED_LAYERS.includes(l.mediaType));
 }

@@ -2,8 +2,8 @@
  * The signatures policy on pulls: with `signatures.require`, a manifest (GET or HEAD, by tag or by
  * digest) that no key of the deciding policy signed is refused. Not checked:
  * - callers that may push to the repository (the CI job reads back what it pushed, to sign it);
- * - what is attached to images: cosign's `.sig`/`.att`/`.sbom` tags and any manifest that is a
- *   signature, attestation, SBOM or other artifact (cosign.ts isAttachment);
+ * - what is attached to images: signatures, attestations, SBOMs and other artifacts, judged by
+ *   their content, not their tag or subject (cosign.ts isAttachment);
  * - blobs (content addressed: a client reaches them through a manifest it was allowed).
  * An index signed as a whole covers its children (docs/decisions.md): a manifest pulled by digest
  * is served when it is signed itself or an index in the repository that lists it is signed. Such
@@ -14,7 +14,7 @@ import { LRUCache } from 'lru-cache';
 import type { AuditSink } from '../../audit/record.js';
 import type { Digest } from '../../registry/digest.js';
 import type { MatchedPolicy, PolicySet } from '../match.js';
-import { isAttachment, isCosignTag, parseJSON } from './cosign.js';
+import { isAttachment, parseJSON } from './cosign.js';
 import type { KeySet } from './keys.js';
 import type { SignatureVerifier } from './verifier.js';
 
@@ -53,7 +53,6 @@ export class SignaturePolicy implements PullGate {
   async refusal(name: string, reference: { tag: string } | { digest: Digest }, manifest: { digest: Digest; content: Buffer }, caller: PullCaller): Promise<string | undefined> {
     const policy = this.policies.deciding(name, 'signatures');
     if (!policy?.options.signatures?.require || caller.mayPush) return undefined;
-    if ('tag' in reference && isCosignTag(reference.tag)) return undefined;
     const json = parseJSON(manifest.content);
     if (isAttachment(json)) return undefined;
     const keys = this.keySets.get(policy)!;
