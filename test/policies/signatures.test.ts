@@ -45,7 +45,7 @@ describe('signature policies with cosign', needCosign(), () => {
     await writeHtpasswd(join(dir, 'htpasswd'), { ci: 'ci-pw', reader: 'reader-pw' });
     const root = await mkdtemp(join(tmpdir(), 'berth-signatures-root-'));
     const config: Overrides = {
-      auth: { htpasswd: { realm: 'berth', path: join(dir, 'htpasswd') }, access: { 'prod/**': { ci: ['pull', 'push'], reader: ['pull'] }, 'dev/**': { '*': ['pull'] } } },
+      auth: { htpasswd: { realm: 'berth', path: join(dir, 'htpasswd') }, access: { 'prod/**': { ci: ['pull', 'push', 'delete'], reader: ['pull'] }, 'dev/**': { '*': ['pull'] } } },
       policies: [{ repositories: ['prod/**'], signatures: { require: true, cosign: { keys: [join(dir, 'release.pub')] } } }],
     };
     writer = await startBerth({}, { root });
@@ -130,6 +130,16 @@ describe('signature policies with cosign', needCosign(), () => {
     assert.equal(referrers.manifests.length, 1);
     assert.equal(referrers.manifests[0].artifactType, 'application/vnd.dev.cosign.artifact.sig.v1+json');
     assert.equal((await pull(b.url, 'prod/referred', referrers.manifests[0].digest)).status, 200, 'the signature manifest (it has a subject)');
+  });
+
+  it('refuses an image again on both instances once its signature is deleted', async () => {
+    const image = await push('prod/revoked');
+    await sign(`prod/revoked@${image.digest}`);
+    for (const base of [a.url, b.url]) assert.equal((await pull(base, 'prod/revoked', 'v1')).status, 200);
+    const signature = await pull(a.url, 'prod/revoked', `sha256-${image.digest.slice('sha256:'.length)}.sig`, CI, 'HEAD');
+    const deleted = await fetch(`${b.url}/v2/prod/revoked/manifests/${signature.digest}`, { method: 'DELETE', headers: { authorization: CI } });
+    assert.equal(deleted.status, 202);
+    for (const base of [a.url, b.url]) assertDenied(await pull(base, 'prod/revoked', 'v1'), 'prod/revoked');
   });
 
   it('refuses an image signed only by a key the policy does not trust', async () => {
