@@ -54,7 +54,7 @@ export class Federation {
   ) {
     options.forEach((issuer, i) => {
       const keys = issuer.jwks !== undefined
-        ? fileKeys(issuer.jwks, `auth.federation[${i}].jwks`)
+        ? fileKeys(issuer.jwks, `auth.federation.${i}.jwks`)
         : new RemoteKeys(issuer.jwksuri!, context.clock, (message) => context.logger.error({ issuer: issuer.issuer }, message));
       this.issuers.set(issuer.issuer, { options: issuer, keys });
     });
