@@ -1,10 +1,11 @@
 /** auth.federation in the configuration: its shape and defaults, and errors that name the key. */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
+import { parse as parseYAML } from 'yaml';
 import { createApp } from '../../src/app.js';
 import { ConfigError, validateConfig } from '../../src/config/load.js';
 import { configProblems } from '../helpers/config.js';
@@ -56,6 +57,17 @@ describe('auth.federation configuration', () => {
     has(problems([GITHUB, { ...GITHUB, name: 'other' }]), 'auth.federation.1.issuer:', /twice/);
     has(problems([{ ...GITHUB, name: 'ci' }, { ...GITHUB, issuer: 'https://gitlab.com', name: 'ci' }]), 'auth.federation.1.name:', /twice/);
     has(problems([{ ...GITHUB, name: 'git hub' }]), 'auth.federation.0.name:');
+  });
+
+  it('takes the examples of docs/configuration.md as they are', async () => {
+    const doc = await readFile(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    const section = doc.slice(doc.indexOf('### Workload identity federation'), doc.indexOf('## S3 storage'));
+    const examples = [...section.matchAll(/```yaml\n(auth:[\s\S]*?)```/g)].map((m) => parseYAML(m[1]) as { auth: Record<string, unknown> });
+    assert.equal(examples.length, 3);
+    for (const example of examples) {
+      const config = validateConfig({ ...base, ...example }, 'docs');
+      assert.ok(config.auth!.federation!.length > 0);
+    }
   });
 
   it('refuses at start-up a JWKS file that cannot be read or holds a private key, naming the key', async () => {
