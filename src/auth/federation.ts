@@ -12,7 +12,7 @@
  *
  * A refusal says why (unknown issuer, unknown key, bad signature, wrong audience, expired, no
  * rule matches, with the claims the rules look at) to the client and the log, and counts as a
- * failed login (login-guard.ts). Sign-ins go to the audit sink: each refusal, and a token's first
+ * failed login (login-guard.ts) of the token's `iss` and `sub` and of the client's address. Sign-ins go to the audit sink: each refusal, and a token's first
  * acceptance (a client sends it again with every request).
  */
 import { createHash } from 'node:crypto';
@@ -66,10 +66,13 @@ export class Federation {
    * address, the guard's 429; keys that cannot be fetched, 503 UNAVAILABLE.
    */
   async login(creds: { user: string; password: string }, address: string, guard: LoginGuard, refuse: (message: string) => Error): Promise<FederatedGrant | undefined> {
-    const iss = issuerOf(creds.password);
-    if (iss === undefined) return undefined;
+    const claimed = claimedIdentity(creds.password);
+    if (claimed === undefined) return undefined;
+    const { iss } = claimed;
     let outcome: FederatedGrant | Refusal | undefined;
-    await guard.verify(creds.user, address, async () => {
+    // the per-user bucket is the token's (unverified) subject, not the Basic user name that every
+    // job may share: one job sending bad tokens does not lock the others out; the address bucket holds
+    await guard.verify(`${iss}:${claimed.sub}`, address, async () => {
       outcome = await this.verify(creds.password, iss).catch((err: unknown) => {
         if (err instanceof Refusal) return err;
         throw err;
@@ -143,13 +146,13 @@ export class Federation {
   }
 }
 
-/** the `iss` of a password that is a JWT; undefined for any other password */
-function issuerOf(password: string): string | undefined {
+/** the `iss` and `sub` a password that is a JWT claims (unverified); undefined for any other password */
+function claimedIdentity(password: string): { iss: string; sub: string } | undefined {
   if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(password)) return undefined;
   try {
     const header = decodeProtectedHeader(password);
-    const { iss } = decodeJwt(password);
-    return typeof header.alg === 'string' && typeof iss === 'string' ? iss : undefined;
+    const { iss, sub } = decodeJwt(password);
+    return typeof header.alg === 'string' && typeof iss === 'string' ? { iss, sub: typeof sub === 'string' ? sub : '' } : undefined;
   } catch {
     return undefined;
   }

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -277,6 +278,32 @@ describe('federated JWTs and the failed-login limits', () => {
     assert.equal(limited.status, 429);
     assert.equal((await firstError(limited)).code, 'TOOMANYREQUESTS');
   });
+
+  it("limits per token subject, not per the Basic user name every job shares", async () => {
+    const iat = Math.floor(clock.now() / 1000);
+    const broken = 'repo:acme/broken:ref:refs/heads/main';
+    const bad = await issuer.sign({ sub: broken, iat, aud: 'elsewhere', claims: { repository: 'acme/broken', ref: 'refs/heads/main' } });
+    assert.equal(await statusFrom('127.0.0.2', bad), 401);
+    assert.equal(await statusFrom('127.0.0.2', bad), 401);
+    // from another address: the broken job's subject is limited, another job under the same user name is not
+    const sameSubject = await issuer.sign({ sub: broken, iat, claims: { repository: 'acme/broken', ref: 'refs/heads/main' } });
+    assert.equal(await statusFrom('127.0.0.3', sameSubject), 429);
+    const otherJob = await issuer.sign({ sub: 'repo:acme/app:environment:prod', iat, claims: MAIN });
+    assert.equal(await statusFrom('127.0.0.3', otherJob), 404);
+  });
+
+  /** the status of a pull by `ci:<token>` sent from the local address `from` */
+  function statusFrom(from: string, token: string): Promise<number> {
+    const { hostname, port } = new URL(registry.url);
+    return new Promise((resolve, reject) => {
+      const req = request({ host: hostname, port, path: '/v2/acme/app/tags/list', localAddress: from, headers: { authorization: basic('ci', token) } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
 });
 
 describe('federation and the audit sink', () => {
