@@ -76,7 +76,9 @@ export class RemoteKeys implements KeySource {
 
   private async fetchSet(): Promise<void> {
     try {
-      const res = await fetch(this.url, { headers: { accept: 'application/json' }, redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+      // no redirects: the keys come from the configured URL (https) and nowhere else
+      const res = await fetch(this.url, { headers: { accept: 'application/json' }, redirect: 'manual', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+      if (res.status >= 300 && res.status < 400) throw new Error(`HTTP ${res.status}, a redirect to ${res.headers.get('location')}: configure that URL as jwksuri`);
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       const text = await res.text();
       if (text.length > MAX_JWKS_BYTES) throw new Error(`the answer is larger than ${MAX_JWKS_BYTES} bytes`);
@@ -84,7 +86,8 @@ export class RemoteKeys implements KeySource {
       this.fetchedAt = this.clock.now();
       this.lastError = undefined;
     } catch (err) {
-      this.lastError = (err as Error).message;
+      const cause = (err as Error).cause;
+      this.lastError = cause instanceof Error ? `${(err as Error).message}: ${cause.message}` : (err as Error).message;
       this.onError(`the keys of ${this.url} cannot be fetched: ${this.lastError}${this.set ? '; the keys fetched before stay in use' : ''}`);
     }
   }

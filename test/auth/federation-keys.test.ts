@@ -8,6 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { KeysUnavailable, RemoteKeys } from '../../src/auth/federation-keys.js';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { JwtIssuer, makeKey } from '../helpers/jwt-issuer.js';
@@ -145,6 +146,26 @@ describe('federated keys that cannot be fetched', () => {
         await issuer.stop();
         await rm(dir, { recursive: true, force: true });
       }
+    }
+  });
+});
+
+describe('the JWKS fetch', () => {
+  it('follows no redirect, and says where it leads', async () => {
+    const issuer = await JwtIssuer.start();
+    try {
+      const errors: string[] = [];
+      const moved = issuer.jwksUrl.replace(/\/jwks$/, '/moved');
+      const keys = new RemoteKeys(moved, new ManualClock(), (message) => errors.push(message));
+      await assert.rejects(keys.keyFor({ alg: 'RS256', kid: 'key-1' }, { payload: '', signature: '' }), (err: Error) => {
+        assert.ok(err instanceof KeysUnavailable);
+        assert.equal(err.message, `the keys cannot be fetched from ${moved}: HTTP 302, a redirect to /jwks: configure that URL as jwksuri`);
+        return true;
+      });
+      assert.equal(issuer.fetches, 0);
+      assert.deepEqual(errors, [`the keys of ${moved} cannot be fetched: HTTP 302, a redirect to /jwks: configure that URL as jwksuri`]);
+    } finally {
+      await issuer.stop();
     }
   });
 });

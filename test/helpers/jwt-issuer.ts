@@ -50,6 +50,7 @@ export class JwtIssuer {
     const key = await makeKey('key-1');
     let issuer: JwtIssuer | undefined;
     const server = createServer((req, res) => {
+      if (req.url === '/moved') return void res.writeHead(302, { location: '/jwks' }).end();
       if (req.url !== '/jwks' || !issuer) return void res.writeHead(404).end();
       issuer.fetches++;
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: issuer.published.map((k) => k.jwk) }));
