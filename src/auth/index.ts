@@ -5,12 +5,15 @@
  * core never sees credentials.
  *
  * Access controllers: none (everyone may do everything), htpasswd (Basic, optionally limited by
- * auth.access), token (Bearer JWTs, optionally issued by berth itself).
+ * auth.access), token (Bearer JWTs, optionally issued by berth itself). With htpasswd, a Basic
+ * password that is a JWT of an issuer of auth.federation is checked by federation.ts instead.
  */
 import type { Logger } from 'pino';
+import type { AuditSink } from '../audit/record.js';
 import { RegistryError } from '../registry/errors.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { CATALOG_ACCESS, formatScope, toScopes, type AccessRequest, type Grant } from './access.js';
+import { Federation } from './federation.js';
 import { Htpasswd } from './htpasswd.js';
 import { failedLoginBuckets, LoginGuard } from './login-guard.js';
 import type { AuthOptions } from './options.js';
@@ -60,6 +63,8 @@ export interface AuthContext {
   sharedLimiter?: SharedLimiter;
   /** worker processes serving the port (http.workers): buckets not shared through Redis get a share each */
   processes?: number;
+  /** where sign-ins are recorded (federated ones for now) */
+  audit?: AuditSink;
 }
 
 export function createAuth(options: AuthOptions, context: AuthContext): Auth {
@@ -72,6 +77,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
   const failed = auth && auth.failedlogins.burst > 0 ? failedLoginBuckets(auth.failedlogins) : undefined;
   const loginBuckets = htpasswd && failed ? (context.sharedLimiter?.(failed) ?? new MemoryRateLimiter(perProcess(failed, context.processes ?? 1))) : undefined;
   const guard = htpasswd && new LoginGuard(loginBuckets);
+  const federation = htpasswd && auth?.federation ? new Federation(auth.federation, { logger, clock, audit: context.audit }) : undefined;
   let issuer: TokenIssuer | undefined;
   let authorize: Auth['authorize'];
 
@@ -87,6 +93,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
         refreshExpirationMs: token.issuer.refreshexpiration,
         htpasswd: htpasswd!,
         guard: guard!,
+        federation,
         policy,
         realm: auth.htpasswd!.realm,
       });
@@ -131,24 +138,28 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
     const challenge = { 'www-authenticate': `Basic realm=${quote(realm)}` };
     authorize = async (req) => {
       let user: string | undefined;
+      /** a credential's own grant (a federated JWT's rule), which decides instead of auth.access */
+      let own: Grant | undefined;
       if (req.authorization !== undefined) {
         const creds = parseBasic(req.authorization);
         if (!creds) throw new RegistryError('UNAUTHORIZED', 'malformed Authorization header: expected Basic credentials', { headers: challenge });
-        if (!(await guard!.verify(creds.user, req.address, () => htpasswd.verify(creds.user, creds.password)))) {
+        own = await federation?.login(creds, req.address, guard!, (message) => new RegistryError('UNAUTHORIZED', message, { headers: challenge }));
+        if (!own && !(await guard!.verify(creds.user, req.address, () => htpasswd.verify(creds.user, creds.password)))) {
           throw new RegistryError('UNAUTHORIZED', 'invalid username or password', { headers: challenge });
         }
-        user = creds.user;
+        user = own?.user ?? creds.user;
       }
       const needed = req.needed;
       if (user === undefined && (needed.length === 0 || needed.some((r) => r === CATALOG_ACCESS || !policy.allows(undefined, r)))) {
         throw new RegistryError('UNAUTHORIZED', 'authentication required', { headers: challenge });
       }
-      const denied = needed.filter((r) => !policy.allows(user, r));
+      const allows = (r: AccessRequest) => (own ? own.allows(r) : policy.allows(user, r));
+      const denied = needed.filter((r) => !allows(r));
       if (denied.length > 0) throw denial(user, denied);
       return {
         user,
-        allows: (r) => policy.allows(user, r),
-        lists: (name) => policy.allows(user, { type: 'repository', name, action: 'pull' }),
+        allows,
+        lists: (name) => allows({ type: 'repository', name, action: 'pull' }),
       };
     };
   } else {

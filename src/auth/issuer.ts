@@ -13,13 +13,17 @@
  * Tokens are signed with the configured private key (RSA: RS256, EC P-256: ES256, Ed25519: EdDSA),
  * with `kid` the key's libtrust key ID, so a Distribution given a certificate of the key trusts them
  * too. Refresh tokens carry another audience and never pass as access tokens.
+ *
+ * A federated JWT (auth.federation) as the password gets a token for what its rule grants, and no
+ * refresh token (those are bound to an htpasswd entry).
  */
 import { createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { jwtVerify, SignJWT } from 'jose';
 import { RegistryError } from '../registry/errors.js';
 import { libtrustKeyID } from '../crypto/libtrust-keyid.js';
-import { CATALOG_ACCESS, parseScope, REPOSITORY_ACTIONS, type Scope } from './access.js';
+import { CATALOG_ACCESS, parseScope, REPOSITORY_ACTIONS, type RepositoryAction, type Scope } from './access.js';
+import type { Federation } from './federation.js';
 import type { Htpasswd } from './htpasswd.js';
 import type { LoginGuard } from './login-guard.js';
 import type { AccessPolicy } from './policy.js';
@@ -35,6 +39,8 @@ export interface IssuerOptions {
   htpasswd: Htpasswd;
   /** failed logins limited per user and address before the password is checked */
   guard: LoginGuard;
+  /** JWTs of external issuers accepted as passwords */
+  federation?: Federation;
   policy: AccessPolicy;
   /** Basic challenge realm for wrong credentials */
   realm: string;
@@ -68,14 +74,16 @@ export class TokenIssuer {
   /** GET: Basic credentials (or none) and the requested scopes */
   async fromBasic(params: URLSearchParams, authorization: string | undefined, address: string): Promise<TokenResponse> {
     this.checkService(params.get('service'));
+    const scopes = params.getAll('scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
     let user: string | undefined;
     if (authorization !== undefined) {
       const creds = parseBasic(authorization);
+      const federated = creds && (await this.options.federation?.login(creds, address, this.options.guard, (message) => this.badCredentials(message)));
+      if (federated) return this.issue(federated.user, scopes, false, undefined, federated);
       if (!creds || !(await this.checkPassword(creds.user, creds.password, address))) throw this.badCredentials();
       user = creds.user;
     }
     const offline = params.get('offline_token') === 'true';
-    const scopes = params.getAll('scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
     return this.issue(user, scopes, offline && user !== undefined);
   }
 
@@ -88,6 +96,8 @@ export class TokenIssuer {
     if (grant === 'password') {
       const user = form.get('username') ?? '';
       const password = form.get('password') ?? '';
+      const federated = await this.options.federation?.login({ user, password }, address, this.options.guard, (message) => new InvalidGrant(message));
+      if (federated) return this.issue(federated.user, scopes, false, undefined, federated);
       if (!(await this.checkPassword(user, password, address))) throw new InvalidGrant('invalid username or password');
       return this.issue(user, scopes, offline);
     }
@@ -105,34 +115,35 @@ export class TokenIssuer {
   }
 
   /** GET with wrong Basic credentials: 401 and a Basic challenge, as Distribution's token spec says */
-  private badCredentials(): RegistryError {
-    return new RegistryError('UNAUTHORIZED', 'invalid username or password', {
+  private badCredentials(message = 'invalid username or password'): RegistryError {
+    return new RegistryError('UNAUTHORIZED', message, {
       headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` },
     });
   }
 
-  /** the requested scopes cut down to what the user may do */
-  grantedScopes(user: string | undefined, requested: string[]): Scope[] {
+  /** the requested scopes cut down to what the user may do by auth.access, or by the credential's own rights */
+  grantedScopes(user: string | undefined, requested: string[], own?: CredentialRights): Scope[] {
     const granted: Scope[] = [];
+    const pullsEverything = own ? own.pullsEverything() : user !== undefined && this.options.policy.pullsEverything(user);
     for (const text of requested) {
       const scope = parseScope(text);
       if (!scope) continue;
       if (scope.type === 'repository') {
-        const allowed = this.options.policy.actions(user, scope.name);
+        const allowed = own ? own.actions(scope.name) : this.options.policy.actions(user, scope.name);
         const wanted = scope.actions.includes('*') ? [...REPOSITORY_ACTIONS] : scope.actions;
         const actions = wanted.filter((a) => allowed.has(a as never));
         if (actions.length > 0) granted.push({ type: 'repository', name: scope.name, actions: [...new Set(actions)] });
-      } else if (scope.type === CATALOG_ACCESS.type && scope.name === CATALOG_ACCESS.name && user !== undefined && this.options.policy.pullsEverything(user)) {
+      } else if (scope.type === CATALOG_ACCESS.type && scope.name === CATALOG_ACCESS.name && pullsEverything) {
         granted.push({ type: 'registry', name: 'catalog', actions: ['*'] });
       }
     }
     return granted;
   }
 
-  private async issue(user: string | undefined, requested: string[], withRefresh: boolean, refreshToken?: string): Promise<TokenResponse> {
+  private async issue(user: string | undefined, requested: string[], withRefresh: boolean, refreshToken?: string, own?: CredentialRights): Promise<TokenResponse> {
     const now = Math.floor(Date.now() / 1000);
     const expiresIn = Math.max(1, Math.floor(this.options.expirationMs / 1000));
-    const token = await new SignJWT({ access: this.grantedScopes(user, requested) })
+    const token = await new SignJWT({ access: this.grantedScopes(user, requested, own) })
       .setProtectedHeader({ alg: this.alg, kid: this.kid, typ: 'JWT' })
       .setIssuer(this.options.issuer)
       .setAudience(this.options.service)
@@ -189,6 +200,12 @@ export class TokenIssuer {
     }
     return sub;
   }
+}
+
+/** what a credential with rights of its own (a federated JWT's rule) may do, in place of auth.access */
+export interface CredentialRights {
+  actions(name: string): Set<RepositoryAction>;
+  pullsEverything(): boolean;
 }
 
 /** a token request that is itself wrong (a grant type or service this issuer does not serve): the edge answers 400 */

@@ -485,11 +485,78 @@ const token = z
     if (!value.realm && !value.autoredirect) ctx.addIssue({ code: 'custom', path: ['realm'], message: 'the realm (URL of the token service) is required unless autoredirect is true' });
   });
 
+/** the signing algorithms a federated issuer may use (asymmetric only: never `none` or HMAC) */
+const FEDERATION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'] as const;
+
+/** a claim by name, or a path into nested claims with `/` (`kubernetes.io/namespace`) */
+const claimPath = z.string().regex(/^[A-Za-z0-9_.:-]+(\/[A-Za-z0-9_.:-]+)*$/, 'expected a claim name such as "repository", or a path such as "kubernetes.io/namespace"');
+
+/** a repository glob in which `{{claim}}` stands for a claim's value */
+const federatedGlob = z.string().refine((glob) => repositoryGlob.safeParse(glob.replace(/\{\{[A-Za-z0-9_.:\/-]+\}\}/g, 'x')).success, {
+  message: 'expected a repository glob such as "acme/*", "ci/**" or "{{repository}}" (a claim in double braces)',
+});
+
+/** auth.federation[].rules[]: the claims a token must carry -> what it may do where (src/auth/federation-rules.ts) */
+const federationRule = z.strictObject({
+  claims: z
+    .record(claimPath, z.union([z.string().min(1), z.number(), z.boolean()]).transform(String))
+    .refine((claims) => Object.keys(claims).length > 0, {
+      message: 'a rule needs at least one claim (e.g. repository or sub): without one it would admit every token of the issuer',
+    }),
+  repositories: z.array(federatedGlob).min(1),
+  actions: z.array(z.enum(ACCESS_ACTIONS)).min(1),
+});
+
+/** auth.federation[]: an external issuer whose JWTs are accepted as passwords (CI, Kubernetes) */
+const federatedIssuer = z
+  .strictObject({
+    /** the readable prefix of the user name, `<name>:<sub>`; default the issuer's host */
+    name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a short name such as "github" (letters, digits, ".", "_", "-")').optional(),
+    issuer: z.string().min(1),
+    jwksuri: z
+      .url({ message: 'expected the URL of the issuer\'s JWKS, e.g. "https://token.actions.githubusercontent.com/.well-known/jwks"' })
+      .refine((url) => /^https:/i.test(url) || /^http:\/\/(127\.\d+\.\d+\.\d+|\[::1\]|localhost)(:\d+)?\//i.test(url), {
+        message: 'the keys must come over https (plain http only from 127.0.0.1, [::1] or localhost): anyone on the path could otherwise sign tokens',
+      })
+      .optional(),
+    jwks: z.string().min(1).optional(),
+    audience: z.string().min(1),
+    algorithms: z.array(z.enum(FEDERATION_ALGORITHMS)).min(1).default([...FEDERATION_ALGORITHMS]),
+    rules: z.array(federationRule).min(1),
+  })
+  .superRefine((value, ctx) => {
+    if ((value.jwksuri === undefined) === (value.jwks === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['jwksuri'], message: 'set one of jwksuri (fetched and cached) and jwks (the path of a JWKS file)' });
+    }
+  })
+  .transform(({ name, ...rest }) => ({ ...rest, name: name ?? issuerHost(rest.issuer) }));
+
+/** `https://token.actions.githubusercontent.com` -> `token.actions.githubusercontent.com`; other issuers as they are */
+function issuerHost(issuer: string): string {
+  try {
+    return new URL(issuer).host || issuer;
+  } catch {
+    return issuer;
+  }
+}
+
+const federation = z.array(federatedIssuer).min(1).superRefine((issuers, ctx) => {
+  for (const key of ['issuer', 'name'] as const) {
+    const seen = new Set<string>();
+    issuers.forEach((issuer, i) => {
+      if (seen.has(issuer[key])) ctx.addIssue({ code: 'custom', path: [i, key], message: `${key} ${JSON.stringify(issuer[key])} appears twice: each issuer once` });
+      seen.add(issuer[key]);
+    });
+  }
+});
+
 const auth = z
   .strictObject({
     htpasswd: htpasswd.optional(),
     token: token.optional(),
     access: access.optional(),
+    /** berth's: JWTs of external issuers accepted as Basic passwords (src/auth/federation.ts) */
+    federation: federation.optional(),
     /** berth's: failed logins allowed at once per user and per address, and one more every `every` (src/auth/login-guard.ts); burst 0: no limit */
     failedlogins: z.strictObject({ burst: int(0).default(10), every: duration.prefault('6s') }).prefault({}),
     silly: notYet('auth.silly'),
@@ -500,6 +567,9 @@ const auth = z
     }
     if (value.token?.issuer.enabled && !value.htpasswd) {
       ctx.addIssue({ code: 'custom', path: ['htpasswd'], message: 'the built-in token issuer checks passwords against auth.htpasswd: set auth.htpasswd.path' });
+    }
+    if (value.federation && !value.htpasswd) {
+      ctx.addIssue({ code: 'custom', path: ['federation'], message: 'a federated JWT is the password of a Basic login: set auth.htpasswd (its file may hold no user)' });
     }
     if (value.access && !value.htpasswd && !value.token) {
       ctx.addIssue({ code: 'custom', path: ['access'], message: 'auth.access needs an authentication method: auth.htpasswd or auth.token with the built-in issuer' });
