@@ -444,13 +444,17 @@ const compatibility = z
 const ACCESS_ACTIONS = ['pull', 'push', 'delete'] as const;
 
 /** berth's own access rules: repository glob -> subject (`*`, `anonymous`, `group:NAME` or a user name) -> actions */
-const access = z.record(
-  repositoryGlob,
-  z.record(
-    z.string().regex(/^(group:[^:\s]+|[^:\s]+)$/, 'expected a subject: a user name, "*", "anonymous" or "group:NAME" (no spaces; ":" only after "group")'),
-    z.array(z.enum(ACCESS_ACTIONS)),
-  ),
-);
+const access = z
+  .record(repositoryGlob, z.record(z.string().min(1), z.array(z.enum(ACCESS_ACTIONS))))
+  .superRefine((rules, ctx) => {
+    for (const [glob, subjects] of Object.entries(rules)) {
+      for (const subject of Object.keys(subjects)) {
+        if (!/^(group:[^:\s]+|[^:\s]+)$/.test(subject)) {
+          ctx.addIssue({ code: 'custom', path: [glob, subject], message: 'expected a subject: a user name, "*", "anonymous" or "group:NAME" (no spaces; ":" only after "group")' });
+        }
+      }
+    }
+  });
 
 const htpasswd = z.strictObject({
   realm: z.string().min(1).default('berth'),
