@@ -125,6 +125,13 @@ describe('single sign-on (OpenID Connect)', needBrowser(), () => {
     // a forged or foreign cookie is nobody's
     const forged = await fetch(`${registry.url}/ui/api/repositories`, { headers: { cookie: `berth_session=${cookie.value.slice(0, -4)}AAAA` } });
     assert.equal(forged.status, 401);
+    // and the page's own delete, in the browser: its DELETE carries the session cookie
+    await page.goto(`${registry.url}/ui/repositories/platform/api/manifests/latest`);
+    await page.getByRole('button', { name: 'Delete this manifest…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete', exact: true }).click();
+    await page.waitForURL(`${registry.url}/ui/repositories/platform/api`);
+    const gone = await fetch(`${registry.url}/v2/platform/api/manifests/latest`, { method: 'HEAD', headers });
+    assert.equal(gone.status, 404);
 
     // bob sees apps/*, may not delete there: no delete offered
     const other = await signIn('bob');
