@@ -5,7 +5,8 @@
  * person removed from a group. The registry runs on a ManualClock: time passes without waiting.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -36,6 +37,8 @@ describe('single sign-on (OpenID Connect)', needBrowser(), () => {
   let browser: Browser;
   let provider: TestProvider;
   let registry: TestRegistry;
+  /** the same provider and rules, registry clients on the built-in token issuer */
+  let tokenRegistry: TestRegistry;
   const clock = new ManualClock(Date.now());
 
   before(async () => {
@@ -61,9 +64,23 @@ describe('single sign-on (OpenID Connect)', needBrowser(), () => {
       },
       { root, clock },
     );
-    provider.configure(`${registry.url}/ui/callback`);
+    const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    await writeFile(join(dir, 'issuer.key'), key.privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    tokenRegistry = await startBerth(
+      {
+        auth: {
+          htpasswd: { realm: 'berth-oidc', path: join(dir, 'htpasswd') },
+          token: { autoredirect: true, service: 'berth-oidc-test', issuer: { name: 'berth-oidc-test', enabled: true, signingkey: join(dir, 'issuer.key') } },
+          oidc: { issuer: provider.issuer, clientid: provider.clientId, clientsecret: provider.clientSecret, scopes: ['openid', 'profile', 'groups'] },
+          access: ACCESS,
+        },
+      },
+      { root },
+    );
+    provider.configure(`${registry.url}/ui/callback`, `${tokenRegistry.url}/ui/callback`);
   });
   after(async () => {
+    await tokenRegistry?.stop();
     await registry?.stop();
     await provider?.stop();
     await browser?.close();
@@ -72,17 +89,17 @@ describe('single sign-on (OpenID Connect)', needBrowser(), () => {
   });
 
   /** a fresh browser that signs in as `user` at the provider's own pages, from the header's "Sign in" */
-  const signIn = async (user: string) => {
+  const signIn = async (user: string, base = registry.url) => {
     const { page, problems } = await openPage(browser);
     // the provider's development pages import a web font: nothing leaves this machine
     await page.context().route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => route.abort());
-    await page.goto(`${registry.url}/ui/`);
+    await page.goto(`${base}/ui/`);
     await page.locator('header').getByRole('link', { name: 'Sign in' }).click();
     await page.locator('input[name=login]').fill(user);
     await page.locator('input[name=password]').fill('any');
     await page.getByRole('button', { name: 'Sign-in' }).click();
     await page.getByRole('button', { name: 'Continue' }).click();
-    await page.waitForURL(`${registry.url}/ui/`);
+    await page.waitForURL(`${base}/ui/`);
     await page.locator('#signed-in').waitFor();
     return { page, problems };
   };
@@ -226,6 +243,22 @@ describe('single sign-on (OpenID Connect)', needBrowser(), () => {
     const cookie = await sessionCookie(page);
     const shop = await fetch(`${registry.url}/v2/apps/shop/tags/list`, { headers: { cookie: `berth_session=${cookie.value}` } });
     assert.equal(shop.status, 403, 'the renewed cookie carries the groups read again');
+  });
+
+  it('with token auth too: the page sends the session cookie, the built-in issuer\'s sign-in form steps aside', async () => {
+    provider.groups.set('frank', ['apps']);
+    const anonymous = await openPage(browser);
+    await anonymous.page.goto(`${tokenRegistry.url}/ui/`);
+    await anonymous.page.locator('header').getByRole('link', { name: 'Sign in' }).waitFor();
+    assert.equal(await anonymous.page.locator('header').getByRole('link', { name: 'Sign in' }).getAttribute('href'), '/ui/signin?return=%2Fui%2F');
+    const { page } = await signIn('frank', tokenRegistry.url);
+    assert.deepEqual(await listed(page), ['apps/shop']);
+    const cookie = (await page.context().cookies(tokenRegistry.url)).find((c) => c.name === 'berth_session')!;
+    const denied = await fetch(`${tokenRegistry.url}/v2/platform/web/tags/list`, { headers: { cookie: `berth_session=${cookie.value}` } });
+    assert.equal(denied.status, 403);
+    // a Bearer token (docker, podman) is decided by itself, whatever the cookie
+    const bearer = await fetch(`${tokenRegistry.url}/v2/apps/shop/tags/list`, { headers: { cookie: `berth_session=${cookie.value}`, authorization: 'Bearer not-a-token' } });
+    assert.equal(bearer.status, 401);
   });
 });
 

@@ -15,8 +15,8 @@ export interface TestProvider {
   clientSecret: string;
   /** the groups the provider gives each user (changed by tests: the next userinfo reads them) */
   groups: Map<string, string[]>;
-  /** creates the provider for a registry whose callback is `redirectUri` */
-  configure(redirectUri: string): void;
+  /** creates the provider for registries whose callbacks are `redirectUris` */
+  configure(...redirectUris: string[]): void;
   /** authorization codes the token endpoint was asked for, in order (a replay shows twice) */
   codeRequests: number;
   stop(): Promise<void>;
@@ -37,13 +37,13 @@ export async function startProvider(): Promise<TestProvider> {
     clientSecret: 'berth-test-client-secret',
     groups,
     codeRequests: 0,
-    configure(redirectUri) {
+    configure(...redirectUris) {
       const oidc = new Provider(issuer, {
         clients: [
           {
             client_id: provider.clientId,
             client_secret: provider.clientSecret,
-            redirect_uris: [redirectUri],
+            redirect_uris: redirectUris,
             grant_types: ['authorization_code', 'refresh_token'],
             response_types: ['code'],
           },
