@@ -237,6 +237,10 @@ describe('single sign-on (OpenID Connect)', needBrowser(), () => {
     await page.reload();
     assert.deepEqual(await listed(page), ['apps/shop', 'platform/api', 'platform/web'], 'within the refresh interval the session\'s groups stand');
     await clock.advance(2 * MINUTE);
+    const old = await sessionCookie(page);
+    const refused = await fetch(`${registry.url}/v2/apps/shop/tags/list`, { headers: { cookie: `berth_session=${old.value}` } });
+    assert.equal(refused.status, 403);
+    assert.equal(sessionSet(refused), true, 'a refusal carries the renewed session too');
     await page.reload();
     await page.getByRole('cell', { name: 'platform/api' }).waitFor();
     assert.deepEqual(await listed(page), ['platform/api', 'platform/web']);

@@ -4,6 +4,7 @@
  * is for its user (the same Grant; 403 DENIED for what the rules do not give). Any other request
  * goes to the configured method unchanged: credentials sent by a client always win over a cookie.
  */
+import type { RegistryError } from '../../registry/errors.js';
 import type { AccessRequest } from '../access.js';
 import type { AuthRequest, CallerGrant } from '../index.js';
 import type { AccessPolicy } from '../policy.js';
@@ -16,7 +17,7 @@ export function withSessions(
   signIn: OidcSignIn,
   policy: AccessPolicy,
   prefix: string,
-  denial: (user: string, denied: AccessRequest[]) => Error,
+  denial: (user: string, denied: AccessRequest[]) => RegistryError,
 ): Authorize {
   return async (req) => {
     if (req.authorization !== undefined || req.cookie === undefined) return inner(req);
@@ -24,7 +25,12 @@ export function withSessions(
     if (!session) return inner(req);
     const { user, groups } = session;
     const denied = req.needed.filter((r) => !policy.allows(user, r, groups));
-    if (denied.length > 0) throw denial(user, denied);
+    if (denied.length > 0) {
+      const refused = denial(user, denied);
+      // the groups just read again still go back, or every request would read them again
+      if (session.renewed) refused.headers['set-cookie'] = session.renewed;
+      throw refused;
+    }
     return {
       user,
       allows: (r) => policy.allows(user, r, groups),
