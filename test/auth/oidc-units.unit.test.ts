@@ -121,4 +121,12 @@ describe('sign-in audit', () => {
     });
     assert.deepEqual(records, [{ actor: undefined, address: '192.0.2.7', action: 'sign-in', outcome: 'failed', detail: 'no sign-in is in progress in this browser, or it took longer than 10 minutes: start again' }]);
   });
+
+  it('marks the cookies Secure behind a proxy that ends TLS (an https redirecturl), not over plain http', async () => {
+    const options = { issuer: 'https://id.example.com', clientid: 'berth', clientsecret: 's', scopes: ['openid'], userclaim: 'preferred_username', groupsclaim: 'groups', sessionlifetime: 3_600_000, groupsrefresh: 300_000 };
+    const context = { secret: 'shared-secret', clock: new ManualClock(), logger: pino({ level: 'silent' }) };
+    const where = { protocol: 'http', host: 'registry.example.com', prefix: '/r', address: '192.0.2.7' };
+    assert.equal(new OidcSignIn({ ...options, redirecturl: 'https://registry.example.com/r/ui/callback' }, context).signOut(where), 'berth_session=; Path=/r; Max-Age=0; HttpOnly; SameSite=Lax; Secure');
+    assert.equal(new OidcSignIn(options, context).signOut(where), 'berth_session=; Path=/r; Max-Age=0; HttpOnly; SameSite=Lax');
+  });
 });

@@ -120,7 +120,7 @@ export class OidcSignIn {
       code_challenge: await client.calculatePKCECodeChallenge(flow.verifier),
       code_challenge_method: 'S256',
     });
-    const cookie = setCookie(FLOW_COOKIE, this.sealer.seal(FLOW_COOKIE, flow), { path: callbackPath(where), maxAge: FLOW_LIFETIME_MS / 1000, secure: secure(where) });
+    const cookie = setCookie(FLOW_COOKIE, this.sealer.seal(FLOW_COOKIE, flow), { path: callbackPath(where), maxAge: FLOW_LIFETIME_MS / 1000, secure: this.secure(where) });
     return { location: location.href, cookie };
   }
 
@@ -131,7 +131,7 @@ export class OidcSignIn {
    * cleared) and where to go; throws SignInError. Either way the attempt is audited.
    */
   async finish(where: Where, query: string, cookies: string | undefined): Promise<{ back: string; cookies: string[] }> {
-    const cleared = setCookie(FLOW_COOKIE, '', { path: callbackPath(where), maxAge: 0, secure: secure(where) });
+    const cleared = setCookie(FLOW_COOKIE, '', { path: callbackPath(where), maxAge: 0, secure: this.secure(where) });
     try {
       const flow = this.sealer.open(FLOW_COOKIE, cookieValue(cookies, FLOW_COOKIE)) as Flow | undefined;
       if (!flow || this.context.clock.now() >= flow.until) {
@@ -185,7 +185,7 @@ export class OidcSignIn {
 
   /** the Set-Cookie that ends the session in this browser */
   signOut(where: Where): string {
-    return setCookie(SESSION_COOKIE, '', { path: cookiePath(where), maxAge: 0, secure: secure(where) });
+    return setCookie(SESSION_COOKIE, '', { path: cookiePath(where), maxAge: 0, secure: this.secure(where) });
   }
 
   private async readGroupsAgain(kept: Kept): Promise<Kept | undefined> {
@@ -206,9 +206,14 @@ export class OidcSignIn {
     return (await client.fetchUserInfo(config, accessToken, sub)) as Record<string, unknown>;
   }
 
+  /** Secure over https: the request's scheme, or the configured redirect URL's (a proxy ending TLS in front) */
+  private secure(where: Where): boolean {
+    return where.protocol === 'https' || this.options.redirecturl?.startsWith('https:') === true;
+  }
+
   private sessionCookie(kept: Kept, where: Where): string {
     const maxAge = Math.max(1, Math.floor((kept.until - this.context.clock.now()) / 1000));
-    return setCookie(SESSION_COOKIE, this.sealer.seal(SESSION_COOKIE, kept), { path: cookiePath(where), maxAge, secure: secure(where) });
+    return setCookie(SESSION_COOKIE, this.sealer.seal(SESSION_COOKIE, kept), { path: cookiePath(where), maxAge, secure: this.secure(where) });
   }
 }
 
@@ -233,7 +238,6 @@ function safeBack(back: string, prefix: string): string {
   return back.startsWith(`${prefix}/ui/`) && !back.startsWith('//') && !/[\\\s]/.test(back) ? back : `${prefix}/ui/`;
 }
 
-const secure = (where: Where) => where.protocol === 'https';
 const cookiePath = (where: Where) => where.prefix || '/';
 const callbackPath = (where: Where) => `${where.prefix}/ui/callback`;
 
