@@ -7,6 +7,8 @@
  * Access controllers: none (everyone may do everything), htpasswd (Basic, optionally limited by
  * auth.access), token (Bearer JWTs, optionally issued by berth itself). With htpasswd, a Basic
  * password that is a JWT of an issuer of auth.federation is checked by federation.ts instead.
+ * With auth.oidc, a request without credentials whose cookie holds a web interface session is
+ * decided for its user and groups (oidc/).
  */
 import type { Logger } from 'pino';
 import type { AuditSink } from '../audit/record.js';
@@ -21,11 +23,15 @@ import { parseBasic, readSigningKey, TokenIssuer } from './issuer.js';
 import { AccessPolicy } from './policy.js';
 import { MemoryRateLimiter, type BucketOptions, type RateLimiter } from './ratelimit.js';
 import { readTrustFiles, TokenError, TokenVerifier } from './token.js';
+import { withSessions } from './oidc/grant.js';
+import { OidcSignIn, throwawaySecret } from './oidc/sign-in.js';
 
 export interface AuthRequest {
   /** what the request needs (the edge computes it from the route and method; empty for `GET /v2/`) */
   needed: AccessRequest[];
   authorization: string | undefined;
+  /** the Cookie header (a web interface session, with auth.oidc) */
+  cookie?: string;
   /** the client's address (failed logins are limited per address too) */
   address: string;
   /** the `from` of a mount (POST .../blobs/uploads/?mount=&from=): its pull goes into challenges */
@@ -39,6 +45,8 @@ export interface AuthRequest {
 export interface CallerGrant extends Grant {
   /** may `name` appear in this caller's catalog? */
   lists(name: string): boolean;
+  /** a Set-Cookie for the response: the session, its groups read again from the provider */
+  setCookie?: string;
 }
 
 const EVERYTHING: CallerGrant = { user: undefined, allows: () => true, lists: () => true };
@@ -46,6 +54,8 @@ const EVERYTHING: CallerGrant = { user: undefined, allows: () => true, lists: ()
 export interface Auth {
   authorize(request: AuthRequest): Promise<CallerGrant>;
   issuer: TokenIssuer | undefined;
+  /** the web interface's single sign-on (auth.oidc) */
+  signIn: OidcSignIn | undefined;
   /** the path (below http.prefix) the issuer answers on */
   issuerPath: string | undefined;
   limiter: RateLimiter | undefined;
@@ -63,7 +73,9 @@ export interface AuthContext {
   sharedLimiter?: SharedLimiter;
   /** worker processes serving the port (http.workers): buckets not shared through Redis get a share each */
   processes?: number;
-  /** where sign-ins are recorded (federated ones for now) */
+  /** the registry's shared secret (http/secret.ts): seals the sign-in cookies */
+  secret?: string;
+  /** where sign-ins are recorded */
   audit?: AuditSink;
 }
 
@@ -165,11 +177,14 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
   } else {
     authorize = async () => EVERYTHING;
   }
+  const signIn = auth?.oidc && new OidcSignIn(auth.oidc, { secret: context.secret ?? throwawaySecret(), clock, logger, audit: context.audit });
+  if (signIn) authorize = withSessions(authorize, signIn, policy, options.prefix, denial);
 
   const limiter = createLimiter(options, context.sharedLimiter);
   return {
     authorize,
     issuer,
+    signIn,
     issuerPath: issuer ? auth!.token!.autoredirectpath : undefined,
     limiter,
     limitBy: options.ratelimit?.by ?? 'ip',

@@ -26,9 +26,10 @@ export interface TokenOptions {
 
 import type { FederatedIssuerOptions } from './federation-rules.js';
 import type { AccessRules } from './policy.js';
+import type { OidcOptions } from './oidc/options.js';
 
 export interface AuthOptions {
-  auth?: { htpasswd?: HtpasswdOptions; token?: TokenOptions; access?: AccessRules; federation?: FederatedIssuerOptions[]; failedlogins: { burst: number; every: number } };
+  auth?: { htpasswd?: HtpasswdOptions; token?: TokenOptions; oidc?: OidcOptions; access?: AccessRules; federation?: FederatedIssuerOptions[]; failedlogins: { burst: number; every: number } };
   ratelimit?: { rate: number; burst: number; by: 'ip' | 'user' };
   /** http.prefix without its trailing slash ('' for none): where the token issuer's path lives */
   prefix: string;

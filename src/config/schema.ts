@@ -443,11 +443,18 @@ const compatibility = z
 /** what auth.access grants */
 const ACCESS_ACTIONS = ['pull', 'push', 'delete'] as const;
 
-/** berth's own access rules: repository glob -> user (`*`, `anonymous` or a name) -> actions */
-const access = z.record(
-  repositoryGlob,
-  z.record(z.string().min(1), z.array(z.enum(ACCESS_ACTIONS))),
-);
+/** berth's own access rules: repository glob -> subject (`*`, `anonymous`, `group:NAME` or a user name) -> actions */
+const access = z
+  .record(repositoryGlob, z.record(z.string().min(1), z.array(z.enum(ACCESS_ACTIONS))))
+  .superRefine((rules, ctx) => {
+    for (const [glob, subjects] of Object.entries(rules)) {
+      for (const subject of Object.keys(subjects)) {
+        if (!/^(group:[^:\s]+|[^:\s]+)$/.test(subject)) {
+          ctx.addIssue({ code: 'custom', path: [glob, subject], message: 'expected a subject: a user name, "*", "anonymous" or "group:NAME" (no spaces; ":" only after "group")' });
+        }
+      }
+    }
+  });
 
 const htpasswd = z.strictObject({
   realm: z.string().min(1).default('berth'),
@@ -550,10 +557,44 @@ const federation = z.array(federatedIssuer).min(1).superRefine((issuers, ctx) =>
   }
 });
 
+/** the web interface's single sign-on through an OpenID Provider (src/auth/oidc/) */
+const oidc = z
+  .strictObject({
+    issuer: z.url({ message: 'expected the issuer URL of the OpenID Provider, e.g. "https://id.example.com/realms/acme"' }).refine(secureOrLoopback, {
+      message: 'the issuer must be an https URL (plain http only on a loopback address such as 127.0.0.1, for tests)',
+    }),
+    clientid: z.string().min(1),
+    clientsecret: z.string().min(1).optional(),
+    clientsecretfile: z.string().min(1).optional(),
+    scopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'expected a scope name such as "openid" or "groups"')).default(['openid', 'profile', 'email']),
+    userclaim: z.string().min(1).default('preferred_username'),
+    groupsclaim: z.string().min(1).default('groups'),
+    redirecturl: z.url({ message: 'expected the absolute URL the provider sends the browser back to, ending in /ui/callback' }).optional(),
+    sessionlifetime: duration.prefault('8h'),
+    groupsrefresh: duration.prefault('5m'),
+  })
+  .superRefine((value, ctx) => {
+    if ((value.clientsecret === undefined) === (value.clientsecretfile === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['clientsecret'], message: 'set one of clientsecret and clientsecretfile (the secret the provider gave this client)' });
+    }
+    if (!value.scopes.includes('openid')) ctx.addIssue({ code: 'custom', path: ['scopes'], message: 'the scopes must include "openid"' });
+    if (value.redirecturl !== undefined && !new URL(value.redirecturl).pathname.endsWith('/ui/callback')) {
+      ctx.addIssue({ code: 'custom', path: ['redirecturl'], message: 'the redirect URL must be the registry\'s /ui/callback (with http.prefix before /ui), e.g. "https://registry.example.com/ui/callback"' });
+    }
+    if (value.sessionlifetime <= 0) ctx.addIssue({ code: 'custom', path: ['sessionlifetime'], message: 'expected a duration above 0, e.g. "8h"' });
+    if (value.groupsrefresh <= 0) ctx.addIssue({ code: 'custom', path: ['groupsrefresh'], message: 'expected a duration above 0, e.g. "5m"' });
+  });
+
+function secureOrLoopback(url: string): boolean {
+  const parsed = new URL(url);
+  return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/.test(parsed.hostname));
+}
+
 const auth = z
   .strictObject({
     htpasswd: htpasswd.optional(),
     token: token.optional(),
+    oidc: oidc.optional(),
     access: access.optional(),
     /** berth's: JWTs of external issuers accepted as Basic passwords (src/auth/federation.ts) */
     federation: federation.optional(),
@@ -570,6 +611,9 @@ const auth = z
     }
     if (value.federation && !value.htpasswd) {
       ctx.addIssue({ code: 'custom', path: ['federation'], message: 'a federated JWT is the password of a Basic login: set auth.htpasswd (its file may hold no user)' });
+    }
+    if (value.oidc && !value.htpasswd && !value.token) {
+      ctx.addIssue({ code: 'custom', path: ['oidc'], message: 'auth.oidc signs people into the web interface; registry clients still need auth.htpasswd or auth.token' });
     }
     if (value.access && !value.htpasswd && !value.token) {
       ctx.addIssue({ code: 'custom', path: ['access'], message: 'auth.access needs an authentication method: auth.htpasswd or auth.token with the built-in issuer' });

@@ -9,7 +9,7 @@ import type { Feature } from './feature.js';
 interface UIConfig {
   ui: { enabled: boolean };
   http: { prefix?: string; host?: string };
-  auth?: { token?: unknown; htpasswd?: unknown };
+  auth?: { token?: unknown; htpasswd?: unknown; oidc?: unknown };
   storage: { delete: { enabled: boolean }; maintenance: { readonly: { enabled: boolean } }; filesystem?: unknown; s3?: unknown; inmemory?: unknown };
   proxy?: { remoteurl?: string; upstreams?: { prefix: string; remoteurl: string }[] };
 }
@@ -31,6 +31,7 @@ export const uiFeature: Feature<UIConfig> = {
       host: config.http.host ? new URL(config.http.host).host : undefined,
       plainHTTP: config.http.host ? new URL(config.http.host).protocol === 'http:' : undefined,
       auth: config.auth?.token ? ('token' as const) : config.auth?.htpasswd ? ('htpasswd' as const) : ('none' as const),
+      signIn: config.auth?.oidc !== undefined,
       deletes: config.storage.delete.enabled,
       readOnly: config.storage.maintenance.readonly.enabled,
       version: VERSION,

@@ -13,7 +13,7 @@ export async function authorizeRequest(req: FastifyRequest, auth: Auth, needed: 
   const byUser = auth.limiter !== undefined && auth.limitBy === 'user';
   let grant;
   try {
-    grant = await auth.authorize({ needed, authorization: req.headers.authorization, address: req.ip, mountFrom, protocol: req.protocol, host: req.host });
+    grant = await auth.authorize({ needed, authorization: req.headers.authorization, cookie: req.headers.cookie, address: req.ip, mountFrom, protocol: req.protocol, host: req.host });
   } catch (err) {
     if (byUser) await limit(auth, `ip:${req.ip}`);
     throw err;

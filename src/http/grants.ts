@@ -19,3 +19,8 @@ export function grantOf(req: FastifyRequest): CallerGrant {
 export function userOf(req: FastifyRequest): string | undefined {
   return grants.get(req)?.user;
 }
+
+/** the Set-Cookie the request's grant asks for (a renewed web interface session), if any */
+export function grantSetCookie(req: FastifyRequest): string | undefined {
+  return grants.get(req)?.setCookie;
+}

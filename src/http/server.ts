@@ -17,6 +17,7 @@ import { sendError } from './errors.js';
 import { queryValue, setAsideUnparsableContentType } from './body.js';
 import { isRepositoryName } from '../registry/names.js';
 import { authorizeRequest, limit } from './authorize.js';
+import { grantSetCookie } from './grants.js';
 import { serveTokenRequest } from './handlers/token.js';
 import { isProbe, refuseWhileUnhealthy, serveProbe } from './handlers/probes.js';
 import { allowedMethods, endpoint } from './route-table.js';
@@ -93,6 +94,9 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
   });
   app.addHook('onSend', async (req, reply, payload) => {
     addDockerTwins(reply);
+    // a web interface session whose groups were read again goes back to the browser
+    const renewed = grantSetCookie(req);
+    if (renewed) reply.header('set-cookie', renewed);
     if (bodyLeftUnread(req.raw as IncomingMessage)) reply.header('connection', 'close');
     return payload;
   });

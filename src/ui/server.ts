@@ -9,6 +9,7 @@ import type { Pages } from '../http/context.js';
 import { RegistryError } from '../registry/errors.js';
 import { serveAPI, type RegistryState } from './api.js';
 import { indexPage, type loadAssets } from './assets.js';
+import { serveSignIn, SIGN_IN_PATHS } from './sign-in.js';
 import type { PageSettings } from './wire.js';
 
 /** no inline script or style, nothing from elsewhere, never inside a frame */
@@ -34,12 +35,14 @@ export function uiPages(built: Awaited<ReturnType<typeof loadAssets>>, settings:
       return path === '/ui' || path.startsWith('/ui/');
     },
     async serve(req, reply, path, services) {
+      const signIn = services.auth.signIn;
+      if (signIn && SIGN_IN_PATHS.has(path)) return serveSignIn(req, reply, path, signIn, settings.prefix);
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         reply.header('allow', 'GET, HEAD');
         throw new RegistryError('UNSUPPORTED', `${req.method} is not supported by the web interface; it changes the registry through the V2 API`);
       }
       if (path === '/' || path === '/ui') return reply.redirect(`${settings.prefix}/ui/`, 302);
-      if (path.startsWith('/ui/api/')) return serveAPI(req, reply, path, services, state);
+      if (path.startsWith('/ui/api/')) return serveAPI(req, reply, path, services, state).catch((err: unknown) => Promise.reject(signIn ? withoutPasswordDialog(err, req) : err));
       if (!built || !page) {
         return reply.code(503).header('content-type', 'text/plain; charset=utf-8').header('cache-control', 'no-store').send('the web interface is not built: run `npm run build` in the berth checkout\n');
       }
@@ -61,6 +64,17 @@ function securityHeaders(reply: FastifyReply): FastifyReply {
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'same-origin')
     .header('x-frame-options', 'DENY');
+}
+
+/**
+ * With single sign-on the page offers "Sign in" itself: a helper's 401 to a request without
+ * credentials carries no Basic challenge, which would open the browser's password dialog over it.
+ */
+function withoutPasswordDialog(err: unknown, req: FastifyRequest): unknown {
+  if (err instanceof RegistryError && err.code === 'UNAUTHORIZED' && req.headers.authorization === undefined && /^Basic\b/i.test(err.headers['www-authenticate'] ?? '')) {
+    delete err.headers['www-authenticate'];
+  }
+  return err;
 }
 
 /** a browser navigating asks for HTML by name; curl, probes and registry clients do not */

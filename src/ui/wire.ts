@@ -12,6 +12,8 @@ export interface PageSettings {
   /** http.host names plain HTTP (the pull commands then carry the clients' insecure switch); undefined: the address bar's scheme says */
   plainHTTP?: boolean;
   auth: 'none' | 'htpasswd' | 'token';
+  /** auth.oidc: people sign in through the OpenID Provider (/ui/signin), the session is a cookie */
+  signIn?: boolean;
   deletes: boolean;
   readOnly: boolean;
   version: string;

@@ -34,7 +34,7 @@ export class APIError extends Error {
   }
 }
 
-/** htpasswd: the user of the browser's own Basic login, learned from /ui/api/session once a request passed */
+/** htpasswd: the user of the browser's own Basic login (auth.oidc: of the session cookie), learned from /ui/api/session once a request passed */
 let basicUser: string | undefined;
 let askingSession = false;
 
@@ -51,7 +51,7 @@ export const SESSION_EVENT = 'berth-session';
 export async function request(path: string, init: RequestInit = {}, scope = ''): Promise<Response> {
   const url = settings.prefix + path;
   const send = (token?: string) =>
-    fetch(url, { ...init, credentials: settings.auth === 'token' ? 'omit' : 'same-origin', headers: { ...(init.headers as Record<string, string>), ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+    fetch(url, { ...init, credentials: settings.auth === 'token' && !settings.signIn ? 'omit' : 'same-origin', headers: { ...(init.headers as Record<string, string>), ...(token ? { authorization: `Bearer ${token}` } : {}) } });
   let res = await send(tokens.get(scope));
   if (res.status === 401 && settings.auth === 'token') {
     const challenge = parseBearer(res.headers.get('www-authenticate'));
@@ -64,7 +64,7 @@ export async function request(path: string, init: RequestInit = {}, scope = ''):
       }
     }
   }
-  if (res.ok && settings.auth === 'htpasswd' && basicUser === undefined && !askingSession) void learnBasicUser();
+  if (res.ok && (settings.auth === 'htpasswd' || settings.signIn) && basicUser === undefined && !askingSession) void learnBasicUser();
   return res;
 }
 

@@ -5,6 +5,7 @@ import { APIError, signedInUser } from './api';
 import { href, navigate } from './router';
 import { settings } from './settings';
 import { Raw } from './shape';
+import { signInHref } from './sign-in';
 
 export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
   const onClick = (e: MouseEvent) => {
@@ -41,11 +42,12 @@ export function useLoad<T>(key: string, load: (signal: AbortSignal) => Promise<T
 
 export function Problem({ error }: { error: Error }) {
   const status = error instanceof APIError ? error.status : 0;
-  const signIn = settings.auth === 'token' && (status === 401 || status === 403) && !signedInUser();
+  const signIn = settings.auth === 'token' && !settings.signIn && (status === 401 || status === 403) && !signedInUser();
   return (
     <div class="problem" role="alert">
       <p>{status === 403 ? 'You may not see this. ' : status === 401 ? 'Sign in to see this. ' : ''}{error.message}</p>
       {signIn && <Link href={href('/login', { next: location.pathname + location.search })}>Sign in</Link>}
+      {settings.signIn && (status === 401 || status === 403) && !signedInUser() && <a href={signInHref()}>Sign in</a>}
     </div>
   );
 }

@@ -10,6 +10,7 @@ import { Manifest } from './views/manifest';
 import { Registry } from './views/registry';
 import { Repositories } from './views/repositories';
 import { Repository } from './views/repository';
+import { SignInLinks } from './sign-in';
 import './style.css';
 
 function Content({ view }: { view: View }) {
@@ -71,13 +72,14 @@ function App() {
         <nav aria-label="Main">
           <Link href={href('/')} aria-current={view.kind === 'repositories' ? 'page' : undefined}>Repositories</Link>
           <Link href={href('/registry')} aria-current={view.kind === 'registry' ? 'page' : undefined}>Registry</Link>
-          {settings.auth === 'token' &&
+          {settings.signIn && <SignInLinks user={user} />}
+          {settings.auth === 'token' && !settings.signIn &&
             (user ? (
               <button type="button" class="link" onClick={() => (signOut(), navigate(href('/')))}>Sign out {user}</button>
             ) : (
               <Link href={href('/login')}>Sign in</Link>
             ))}
-          {settings.auth === 'htpasswd' && user && <span class="muted" id="signed-in">Signed in as {user}</span>}
+          {settings.auth === 'htpasswd' && !settings.signIn && user && <span class="muted" id="signed-in">Signed in as {user}</span>}
         </nav>
       </header>
       <main id="main" tabIndex={-1}>
