@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { AuditSink } from '../audit/record.js';
 import { RegistryError } from '../registry/errors.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
+import type { AuthRequest, CallerGrant } from './request.js';
 import { CATALOG_ACCESS, formatScope, toScopes, type AccessRequest, type Grant } from './access.js';
 import { Federation } from './federation.js';
 import { Htpasswd } from './htpasswd.js';
@@ -26,28 +27,7 @@ import { readTrustFiles, TokenError, TokenVerifier } from './token.js';
 import { withSessions } from './oidc/grant.js';
 import { OidcSignIn, throwawaySecret } from './oidc/sign-in.js';
 
-export interface AuthRequest {
-  /** what the request needs (the edge computes it from the route and method; empty for `GET /v2/`) */
-  needed: AccessRequest[];
-  authorization: string | undefined;
-  /** the Cookie header (a web interface session, with auth.oidc) */
-  cookie?: string;
-  /** the client's address (failed logins are limited per address too) */
-  address: string;
-  /** the `from` of a mount (POST .../blobs/uploads/?mount=&from=): its pull goes into challenges */
-  mountFrom?: string;
-  /** for autoredirect realms: the scheme and Host the client used */
-  protocol: string;
-  host: string;
-}
-
-/** a Grant that also decides which repositories the catalog shows */
-export interface CallerGrant extends Grant {
-  /** may `name` appear in this caller's catalog? */
-  lists(name: string): boolean;
-  /** a Set-Cookie for the response: the session, its groups read again from the provider */
-  setCookie?: string;
-}
+export type { AuthRequest, CallerGrant } from './request.js';
 
 const EVERYTHING: CallerGrant = { user: undefined, allows: () => true, lists: () => true };
 

@@ -6,7 +6,7 @@
  */
 import type { RegistryError } from '../../registry/errors.js';
 import type { AccessRequest } from '../access.js';
-import type { AuthRequest, CallerGrant } from '../index.js';
+import type { AuthRequest, CallerGrant } from '../request.js';
 import type { AccessPolicy } from '../policy.js';
 import type { OidcSignIn } from './sign-in.js';
 
