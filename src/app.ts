@@ -123,10 +123,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const secret = await uploadSecret(config.http.secret, driver, { readOnly: config.storage.maintenance.readonly.enabled, logger });
   const prefix = normalisePrefix(config.http.prefix);
   const sharedLimiter = enabled.find((parts) => parts.rateLimiter)?.rateLimiter;
+  const audit = enabled.find((parts) => parts.audit)?.audit;
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
   // start-up with the same kind of message as a bad key
   const { auth, tls } = await atStartup(async () => ({
-    auth: createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix }, { logger, clock: scheduler.clock, sharedLimiter, processes: config.http.workers }),
+    auth: createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix }, { logger, clock: scheduler.clock, sharedLimiter, processes: config.http.workers, audit }),
     tls: config.http.tls ? readTLS(config.http.tls) : undefined,
   }));
   const server = buildServer(
@@ -153,6 +154,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       auth,
       pages: enabled.find((parts) => parts.pages)?.pages,
       browse: enabled.find((parts) => parts.browse)?.browse,
+      audit,
+      auditReads: enabled.find((parts) => parts.auditReads)?.auditReads,
     },
     logger,
     tls,

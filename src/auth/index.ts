@@ -8,6 +8,7 @@
  * auth.access), token (Bearer JWTs, optionally issued by berth itself).
  */
 import type { Logger } from 'pino';
+import type { AuditSink } from '../audit/record.js';
 import { RegistryError } from '../registry/errors.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { CATALOG_ACCESS, formatScope, toScopes, type AccessRequest, type Grant } from './access.js';
@@ -60,6 +61,8 @@ export interface AuthContext {
   sharedLimiter?: SharedLimiter;
   /** worker processes serving the port (http.workers): buckets not shared through Redis get a share each */
   processes?: number;
+  /** the audit log, when on: for the credential checks' own records (API tokens, federation); the edge records sign-ins and refusals */
+  audit?: AuditSink;
 }
 
 export function createAuth(options: AuthOptions, context: AuthContext): Auth {

@@ -8,8 +8,9 @@
  * compiler checks that it fits every slice.
  */
 import type { Logger } from 'pino';
+import type { AuditSink } from '../audit/record.js';
 import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
-import type { BrowseReads, Pages, RequestMetrics } from '../http/context.js';
+import type { AuditReads, BrowseReads, Pages, RequestMetrics } from '../http/context.js';
 import type { HealthMonitor } from '../health/monitor.js';
 import type { Readiness } from '../health/readiness.js';
 import type { EventSink } from '../notifications/events.js';
@@ -85,6 +86,10 @@ export interface FeatureParts {
   pulls?: PullSink;
   /** the metadata index's reads for the extensions API and the web interface */
   browse?: BrowseReads;
+  /** the audit log (in the metadata index's database): the edge and authentication record to it */
+  audit?: AuditSink;
+  /** the audit log's reads for the web interface */
+  auditReads?: AuditReads;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */
