@@ -51,7 +51,8 @@ export class BatchedAuditSink implements AuditSink {
   flush(): Promise<void> {
     this.cancelTimer?.();
     this.cancelTimer = undefined;
-    this.flushing = this.flushing.then(() => this.write());
+    // after the previous flush, whether it failed or not (its failure was reported to its caller)
+    this.flushing = this.flushing.catch(() => undefined).then(() => this.write());
     return this.flushing;
   }
 
