@@ -365,6 +365,8 @@ const endpoint = z.strictObject({
     .prefault({}),
   /** most events held for this endpoint; the oldest beyond it are dropped. Unset: unbounded */
   queuelimit: int(1).optional(),
+  /** the body: Distribution's envelope, or one CloudEvent 1.0 per request (structured mode) */
+  format: z.enum(['distribution', 'cloudevents'], { message: 'expected distribution or cloudevents' }).default('distribution'),
 });
 
 const notifications = z
