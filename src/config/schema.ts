@@ -801,7 +801,7 @@ const audit = z.strictObject({
   enabled: bool.default(true),
   /** records older than this are deleted by a daily pass (one instance) */
   retention: duration.refine((ms) => ms > 0, { message: 'expected a duration above 0, e.g. "2160h" (90 days)' }).prefault('2160h'),
-  /** the users who may read the log in the web interface; unset: those allowed the whole catalog (registry:catalog:*) */
+  /** the users who may read the log in the web interface; unset: everyone without authentication, nobody with it */
   readers: z.array(z.string().min(1)).optional(),
 });
 

@@ -7,7 +7,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { AuditSink } from '../audit/record.js';
-import { CATALOG_ACCESS } from '../auth/access.js';
 import type { Database } from '../metadata/schema.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 import type { StorageDriver } from '../storage/driver.js';
@@ -17,7 +16,7 @@ import type { Figures } from './feature.js';
 export interface AuditConfig {
   audit?: { enabled: boolean; retention: number; readers?: string[] };
   policies?: { repositories: string[] }[];
-  auth?: { access?: Record<string, unknown> };
+  auth?: { access?: Record<string, unknown>; htpasswd?: unknown; token?: unknown };
   storage: { maintenance: { readonly: { enabled: boolean } } };
 }
 
@@ -50,9 +49,11 @@ export async function loadAudit(config: AuditConfig, db: Kysely<Database>, { sch
   const changed = await recordPolicyChange(config, log, sink);
   if (changed) auditLogger.info({ detail: changed }, 'policy change recorded in the audit log');
   const readers = config.audit?.readers;
+  // without authentication everyone reads everything anyway; with it only the users named may
+  const authenticated = config.auth?.htpasswd !== undefined || config.auth?.token !== undefined;
   return {
     sink,
-    reads: { log, mayRead: (grant) => (readers ? grant.user !== undefined && readers.includes(grant.user) : grant.allows(CATALOG_ACCESS)) },
+    reads: { log, mayRead: (grant) => (grant.user !== undefined && readers?.includes(grant.user) === true) || (!authenticated && readers === undefined) },
     attach(driver) {
       if (config.storage.maintenance.readonly.enabled) return;
       scheduler.every(auditRetentionTask(driver, log, config.audit?.retention ?? DEFAULT_AUDIT_RETENTION_MS, scheduler.clock, auditLogger));
