@@ -115,7 +115,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     index,
   });
   const stored = new StoredContent(blobs, manifests, tags);
-  const core = { driver, blobs, uploads, manifests, tags, logger, index };
+  const audit = enabled.find((parts) => parts.audit)?.audit;
+  const core = { driver, blobs, uploads, manifests, tags, logger, index, audit };
   const content = enabled.reduce((inner, parts) => parts.contentSource?.(core, inner) ?? inner, stored as ContentSource);
   for (const parts of enabled) parts.withCore?.(core);
   const events = teeEvents([notifier, ...enabled.flatMap((parts) => (parts.events ? [parts.events] : []))]);
@@ -123,7 +124,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const secret = await uploadSecret(config.http.secret, driver, { readOnly: config.storage.maintenance.readonly.enabled, logger });
   const prefix = normalisePrefix(config.http.prefix);
   const sharedLimiter = enabled.find((parts) => parts.rateLimiter)?.rateLimiter;
-  const audit = enabled.find((parts) => parts.audit)?.audit;
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
   // start-up with the same kind of message as a bad key
   const { auth, tls } = await atStartup(async () => ({

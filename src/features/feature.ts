@@ -58,6 +58,8 @@ export interface Core {
   logger: Logger;
   /** the metadata index the stores tell (a store a feature builds passes it on) */
   index?: IndexSink;
+  /** the audit log, for writes a feature makes itself (the pull-through cache's fills) */
+  audit?: AuditSink;
 }
 
 /** what a feature plugs in; every part is optional */
