@@ -46,7 +46,8 @@ export async function loadAudit(config: AuditConfig, db: Kysely<Database>, { sch
   const log = new AuditLog(db);
   const auditLogger = logger.child({ component: 'audit' });
   const sink = new BatchedAuditSink(log, scheduler.clock, (err) => auditLogger.warn({ err }, 'could not write audit records to the metadata database (kept for the next flush)'));
-  const changed = await recordPolicyChange(config, log, sink);
+  // a database that refuses this write refuses the records too (the sink warns); start-up goes on
+  const changed = await recordPolicyChange(config, log, sink).catch((err: unknown) => void auditLogger.warn({ err }, 'could not compare the policies with those the audit log last recorded'));
   if (changed) auditLogger.info({ detail: changed }, 'policy change recorded in the audit log');
   const readers = config.audit?.readers;
   // without authentication everyone reads everything anyway; with it only the users named may
