@@ -50,7 +50,7 @@ export function auditFailedSignIn(req: FastifyRequest, services: Pick<Services, 
 }
 
 /**
- * a request refused: 403 (an access rule or a policy) is `deny`; 401 to a request with credentials
+ * a request refused: 403 or DENIED (an access rule or a policy) is `deny`; 401 to a request with credentials
  * is a failed sign-in, or `deny` when a valid token's scope fell short. 401 without credentials is
  * the ordinary challenge every client meets first: not recorded.
  */
@@ -58,10 +58,11 @@ export function auditRefusal(req: FastifyRequest, services: Pick<Services, 'audi
   if (!services.audit) return;
   const status = statusOf(err);
   const authorization = req.headers.authorization;
-  if (status !== 403 && (status !== 401 || authorization === undefined)) return;
+  const denied = status === 403 || err.code === 'DENIED';
+  if (!denied && (status !== 401 || authorization === undefined)) return;
   const insufficient = /error="insufficient_scope"/.test(err.headers['www-authenticate'] ?? '');
   const actor = userOf(req) ?? claimedUser(authorization, insufficient);
-  if (status === 401 && !insufficient) return auditFailedSignIn(req, services, actor, err.message);
+  if (!denied && !insufficient) return auditFailedSignIn(req, services, actor, err.message);
   record(req, services, actor, { action: 'deny', ...requestTarget(req, services.options.prefix), outcome: 'denied', detail: `${req.method} ${err.message}` });
 }
 
