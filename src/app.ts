@@ -115,7 +115,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     index,
   });
   const stored = new StoredContent(blobs, manifests, tags);
-  const core = { driver, blobs, uploads, manifests, tags, logger, index };
+  const audit = enabled.find((parts) => parts.audit)?.audit;
+  const core = { driver, blobs, uploads, manifests, tags, logger, index, audit };
   const content = enabled.reduce((inner, parts) => parts.contentSource?.(core, inner) ?? inner, stored as ContentSource);
   for (const parts of enabled) parts.withCore?.(core);
   const events = teeEvents([notifier, ...enabled.flatMap((parts) => (parts.events ? [parts.events] : []))]);
@@ -126,7 +127,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
   // start-up with the same kind of message as a bad key
   const { auth, tls } = await atStartup(async () => ({
-    auth: createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix }, { logger, clock: scheduler.clock, sharedLimiter, processes: config.http.workers, secret }),
+    auth: createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix }, { logger, clock: scheduler.clock, sharedLimiter, processes: config.http.workers, secret, audit }),
     tls: config.http.tls ? readTLS(config.http.tls) : undefined,
   }));
   const server = buildServer(
@@ -154,6 +155,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       pages: enabled.find((parts) => parts.pages)?.pages,
       browse: enabled.find((parts) => parts.browse)?.browse,
       pullGate: enabled.find((parts) => parts.pullGate)?.pullGate?.(content),
+      audit,
+      auditReads: enabled.find((parts) => parts.auditReads)?.auditReads,
     },
     logger,
     tls,

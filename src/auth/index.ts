@@ -55,7 +55,7 @@ export interface AuthContext {
   processes?: number;
   /** the registry's shared secret (http/secret.ts): seals the sign-in cookies */
   secret?: string;
-  /** where sign-ins are recorded */
+  /** the audit log, when on: for the credential checks' own records (API tokens, federation); the edge records sign-ins and refusals */
   audit?: AuditSink;
 }
 

@@ -26,6 +26,9 @@ export const COMMANDS: Record<string, string> = {
     only what is missing)
   berth replicate status CONFIG.yml
     every replication rule's state as JSON: its figures, its last error, what a push rule is behind`,
+  audit: `berth audit export [--since WHEN] [--until WHEN] [--repository R] [--actor A] [--action X] CONFIG.yml
+    print the audit log's records as JSON lines, oldest first; WHEN is a duration ago (24h, the
+    default for --since) or a time (2026-11-26T00:00:00Z)`,
   uploads: `berth uploads purge [--older-than DURATION] [--dry-run] CONFIG.yml
     delete the uploads started longer ago than DURATION (default: storage.maintenance.uploadpurging.age)`,
 };

@@ -365,6 +365,8 @@ const endpoint = z.strictObject({
     .prefault({}),
   /** most events held for this endpoint; the oldest beyond it are dropped. Unset: unbounded */
   queuelimit: int(1).optional(),
+  /** the body: Distribution's envelope, or one CloudEvent 1.0 per request (structured mode) */
+  format: z.enum(['distribution', 'cloudevents'], { message: 'expected distribution or cloudevents' }).default('distribution'),
 });
 
 const notifications = z
@@ -905,6 +907,18 @@ const policy = z
     message: 'a policy needs at least one of immutabletags, quota and signatures',
   });
 
+/**
+ * audit: the audit log (src/audit/), kept in the metadata index's database. Without the block:
+ * on whenever the index is on; with it and the index off, refused (the log has nowhere to go).
+ */
+const audit = z.strictObject({
+  enabled: bool.default(true),
+  /** records older than this are deleted by a daily pass (one instance) */
+  retention: duration.refine((ms) => ms > 0, { message: 'expected a duration above 0, e.g. "2160h" (90 days)' }).prefault('2160h'),
+  /** the users who may read the log in the web interface; unset: everyone without authentication, nobody with it */
+  readers: z.array(z.string().min(1)).optional(),
+});
+
 export const configSchema = z.strictObject({
   version: z.union([z.literal('0.1'), z.literal(0.1)]).transform(() => '0.1' as const),
   /** Distribution's deprecated spelling of log.level */
@@ -928,6 +942,7 @@ export const configSchema = z.strictObject({
   metadata: metadata.optional(),
   replication: replication.optional(),
   policies: z.array(policy).optional(),
+  audit: audit.optional(),
 })
   .refine((c) => c.http.workers === 1 || c.ratelimit === undefined || c.redis !== undefined, {
     message: 'with several workers each would keep its own buckets, allowing workers × rate: set redis (the buckets are then shared), or http.workers: 1',
@@ -940,6 +955,10 @@ export const configSchema = z.strictObject({
   .refine((c) => !c.metadata?.enabled || c.metadata.postgres !== undefined || c.metadata.sqlite?.path !== undefined || c.storage.filesystem !== undefined, {
     message: 'set the file of the metadata database (the default, <rootdirectory>/berth/metadata.sqlite, needs filesystem storage), or metadata.postgres.url',
     path: ['metadata', 'sqlite', 'path'],
+  })
+  .refine((c) => !c.audit?.enabled || (c.metadata ? c.metadata.enabled : c.storage.filesystem !== undefined), {
+    message: 'the audit log is kept in the metadata index\'s database, which is off: turn the index on (metadata.enabled: true, metadata.postgres for several instances) or set audit.enabled: false',
+    path: ['audit'],
   })
   // Distribution reads the deprecated top-level loglevel when log.level is not set
   .transform(({ log, ...rest }) => ({

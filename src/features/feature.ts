@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import type { AuditSink } from '../audit/record.js';
 import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
-import type { BrowseReads, Pages, RequestMetrics } from '../http/context.js';
+import type { AuditReads, BrowseReads, Pages, RequestMetrics } from '../http/context.js';
 import type { HealthMonitor } from '../health/monitor.js';
 import type { Readiness } from '../health/readiness.js';
 import type { EventSink } from '../notifications/events.js';
@@ -59,6 +59,8 @@ export interface Core {
   logger: Logger;
   /** the metadata index the stores tell (a store a feature builds passes it on) */
   index?: IndexSink;
+  /** the audit log, for writes a feature makes itself (the pull-through cache's fills) */
+  audit?: AuditSink;
 }
 
 /** what a feature plugs in; every part is optional */
@@ -89,6 +91,10 @@ export interface FeatureParts {
   pulls?: PullSink;
   /** the metadata index's reads for the extensions API and the web interface */
   browse?: BrowseReads;
+  /** the audit log (in the metadata index's database): the edge and authentication record to it */
+  audit?: AuditSink;
+  /** the audit log's reads for the web interface */
+  auditReads?: AuditReads;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */

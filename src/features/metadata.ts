@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { ConfigError } from '../config/errors.js';
 import type { MetadataConnection } from '../metadata/open.js';
 import type { MetadataIndex } from '../metadata/metadata-index.js';
+import { auditEnabled, loadAudit, type AuditConfig } from './audit.js';
 import type { Feature } from './feature.js';
 
 export interface MetadataConfig {
@@ -48,7 +49,7 @@ export async function openMetadataIndex(config: MetadataConfig, now?: () => numb
   }
 }
 
-export const metadataFeature: Feature<MetadataConfig> = {
+export const metadataFeature: Feature<MetadataConfig & AuditConfig> = {
   name: 'metadata',
   enabled: (config) => config.metadata?.enabled === true,
   async load(config, { scheduler, logger }) {
@@ -79,13 +80,18 @@ export const metadataFeature: Feature<MetadataConfig> = {
     };
     flushLater();
     const last = { passes: 0, lastRead: 0, lastSkipped: 0, lastDropped: 0, lastFailed: 0, lastFinishedSeconds: 0 };
+    // the audit log lives in this database (features/audit.ts)
+    const audit = auditEnabled(config) ? await loadAudit(config, index.db, { scheduler, logger }) : undefined;
     return {
+      audit: audit?.sink,
+      auditReads: audit?.reads,
       indexSink: index,
       repositorySink: index,
       listingSource,
       pulls,
       browse,
       attach({ driver }) {
+        audit?.attach(driver);
         // storage written without the index telling (a crash, Distribution on a shared root) shows within the interval
         scheduler.every(
           reconcileTask(driver, index, config.metadata?.reconcile?.interval ?? DEFAULT_RECONCILE_MS, scheduler.clock, logger.child({ component: 'reconcile' }), (summary) =>
@@ -95,11 +101,12 @@ export const metadataFeature: Feature<MetadataConfig> = {
       },
       // once the registry listens: storage answers the listings until the index is built
       listening: ({ driver }) => buildIndexAtStartup({ driver, index, source: listingSource, scheduler, logger }),
-      figures: () => ({ reconcile: { ...last } }),
+      figures: () => ({ reconcile: { ...last }, ...audit?.figures() }),
       async close() {
         closing = true;
         stopFlushing();
         await pulls.flush().catch((err: unknown) => logger.warn({ err }, 'could not write the last pull counts to the metadata index'));
+        await audit?.close();
         await index.close();
       },
     };

@@ -1,7 +1,10 @@
 /** What every handler gets: the registry core and the edge's helpers, built once by the app. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditSink } from '../audit/record.js';
+import type { Grant } from '../auth/access.js';
 import type { Auth } from '../auth/index.js';
 import type { Readiness } from '../health/readiness.js';
+import type { AuditLog } from '../metadata/audit.js';
 import type { Browse } from '../metadata/browse.js';
 import type { HistoryReads } from '../metadata/history.js';
 import type { SearchReads } from '../metadata/search.js';
@@ -51,6 +54,16 @@ export interface Services {
   browse?: BrowseReads;
   /** signature policies: a manifest GET/HEAD the caller may not have is refused (403 DENIED) */
   pullGate?: PullGate;
+  /** the audit log (src/audit/), when on: writes, sign-ins and refusals are recorded here (never awaited) */
+  audit?: AuditSink;
+  /** the audit log's reads for the web interface, when it is on */
+  auditReads?: AuditReads;
+}
+
+/** the audit log as the web interface reads it (src/metadata/audit.ts), and who may */
+export interface AuditReads {
+  log: AuditLog;
+  mayRead(grant: Grant): boolean;
 }
 
 /** what the metadata index answers beyond the V2 API (src/metadata/): listings, usage, search, tag history */

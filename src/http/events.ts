@@ -1,10 +1,12 @@
 /**
  * Reporting what a request did to the notifier (spec 6.2, 6.4): the edge knows the request, the
  * URLs and the actor; the notifier stamps id, time and source. Called after the core succeeded,
- * never awaited: building an event is synchronous and emitting only queues it.
+ * never awaited: building an event is synchronous and emitting only queues it. The audit log
+ * (audit.ts) is told of the same writes.
  */
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
+import { auditWrite } from './audit.js';
 import { grantOf } from './grants.js';
 import { firstValue } from './headers.js';
 import type { ActorRecord, EventAction, EventTarget, RequestRecord } from '../notifications/events.js';
@@ -30,7 +32,13 @@ export function requestRecord(req: FastifyRequest): RequestRecord {
 }
 
 function emit(req: FastifyRequest, services: Services, action: EventAction, target: EventTarget): void {
-  services.events.emit({ action, target, request: requestRecord(req), actor: actorOf(req) });
+  auditWrite(req, services, action, target);
+  if (services.events.active) services.events.emit({ action, target, request: requestRecord(req), actor: actorOf(req) });
+}
+
+/** some endpoint or the audit log wants this kind of event */
+function wanted(services: Services, action: EventAction): boolean {
+  return services.events.active || (services.audit !== undefined && action !== 'pull');
 }
 
 /** what push and pull targets of manifests and blobs share: the descriptor, the repository and the URL */
@@ -56,7 +64,7 @@ export interface ManifestEventInfo {
 }
 
 export function manifestEvent(req: FastifyRequest, services: Services, action: 'push' | 'pull', m: ManifestEventInfo): void {
-  if (!services.events.active) return;
+  if (!wanted(services, action)) return;
   const target = contentTarget(req, services, 'manifests', m);
   if (m.tag !== undefined) target.tag = m.tag;
   if (services.options.includeReferences) target.references = manifestReferences(m.content);
@@ -64,7 +72,7 @@ export function manifestEvent(req: FastifyRequest, services: Services, action: '
 }
 
 export function blobEvent(req: FastifyRequest, services: Services, action: 'push' | 'pull' | 'mount', b: { name: string; digest: string; size: number; from?: string }): void {
-  if (!services.events.active) return;
+  if (!wanted(services, action)) return;
   const target = contentTarget(req, services, 'blobs', { ...b, mediaType: BLOB_MEDIA_TYPE });
   if (b.from !== undefined) target.fromRepository = b.from;
   emit(req, services, action, target);
@@ -72,6 +80,6 @@ export function blobEvent(req: FastifyRequest, services: Services, action: 'push
 
 /** delete events carry only the digest and the repository (spec 6.4) */
 export function deleteEvent(req: FastifyRequest, services: Services, d: { name: string; digest: string }): void {
-  if (!services.events.active) return;
+  if (!wanted(services, 'delete')) return;
   emit(req, services, 'delete', { digest: d.digest, repository: d.name });
 }

@@ -16,6 +16,7 @@ import { accessLogFields, exchangeBytes, noteError } from './access-log.js';
 import { sendError } from './errors.js';
 import { queryValue, setAsideUnparsableContentType } from './body.js';
 import { isRepositoryName } from '../registry/names.js';
+import { auditRefusal } from './audit.js';
 import { authorizeRequest, limit } from './authorize.js';
 import { grantSetCookie } from './grants.js';
 import { serveTokenRequest } from './handlers/token.js';
@@ -62,10 +63,10 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
     frameworkErrors: (err: Error, req: FastifyRequest, reply: FastifyReply) => {
       setCommonHeaders(req, reply, edge.headers);
       addDockerTwins(reply);
-      if ((err as { code?: string }).code !== 'FST_ERR_BAD_URL') return handleError(err, req, reply);
+      if ((err as { code?: string }).code !== 'FST_ERR_BAD_URL') return handleError(err, req, reply, services);
       return dispatch(req, reply, services, edge.prefix).then(
         (answer) => answer,
-        (failure: unknown) => handleError(failure, req, reply),
+        (failure: unknown) => handleError(failure, req, reply, services),
       );
     },
     schemaController: noSchemaCompilers,
@@ -120,7 +121,7 @@ export function buildServer(services: Services, logger: FastifyBaseLogger, tls?:
   const { prefix } = edge;
   app.route({ method: [...ALL_METHODS], url: '*', handler: (req, reply) => dispatch(req, reply, services, prefix) });
   app.setNotFoundHandler((req, reply) => dispatch(req, reply, services, prefix));
-  app.setErrorHandler((err, req, reply) => handleError(err, req, reply));
+  app.setErrorHandler((err, req, reply) => handleError(err, req, reply, services));
   return app;
 }
 
@@ -158,7 +159,7 @@ async function dispatch(req: FastifyRequest, reply: FastifyReply, services: Serv
   if (auth.issuer && underPrefix && path === auth.issuerPath) {
     // the token endpoint checks passwords: limited by address in either mode
     if (auth.limiter && auth.limitBy === 'user') await limit(auth, `ip:${req.ip}`);
-    return serveTokenRequest(req, reply, auth.issuer);
+    return serveTokenRequest(req, reply, auth.issuer, services);
   }
   const route = underPrefix ? inNamespace(matchRoute(path), req, services) : undefined;
   if (route) routeKinds.set(req, route.kind);
@@ -193,9 +194,10 @@ function mountSource(req: FastifyRequest): string | undefined {
   return from !== undefined && queryValue(req, 'mount') !== undefined && isRepositoryName(from) ? from : undefined;
 }
 
-function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+function handleError(err: unknown, req: FastifyRequest, reply: FastifyReply, services: Services): FastifyReply {
   const answer = (error: RegistryError) => {
     noteError(req, error);
+    auditRefusal(req, services, error);
     return sendError(reply, error);
   };
   if (err instanceof RegistryError) return answer(err);

@@ -6,6 +6,7 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { browseStep } from './browse-migration.js';
 import { figuresStep } from './figures-migration.js';
+import { auditStep } from './audit-migration.js';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -160,6 +161,7 @@ export function migrator(db: Kysely<any>, engine: Engine): Migrator {
       '0004_browse': browseStep(engine === 'postgres'),
       '0005_repository_versions': storageVersions(engine),
       '0006_image_figures': figuresStep(engine === 'postgres'),
+      '0008_audit': auditStep(engine === 'postgres'),
     }),
   };
   return new Migrator({ db, provider });

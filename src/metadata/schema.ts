@@ -91,6 +91,20 @@ export interface RepositoryVersionsTable {
   version: string;
 }
 
+/** step 0008 (audit-migration.ts): one audit record a row (src/audit/record.ts); not derived from storage */
+export interface AuditLogTable {
+  id: Generated<number | string>;
+  /** ISO time in UTC */
+  at: string;
+  actor: string | null;
+  address: string | null;
+  action: string;
+  repository: string | null;
+  target: string | null;
+  outcome: string;
+  detail: string | null;
+}
+
 export interface Database {
   repositories: RepositoriesTable;
   manifests: ManifestsTable;
@@ -101,4 +115,5 @@ export interface Database {
   manifest_values: ManifestValuesTable;
   index_state: IndexStateTable;
   repository_versions: RepositoryVersionsTable;
+  audit_log: AuditLogTable;
 }

@@ -5,12 +5,15 @@
  *   ignore filter (ignore.ts) -> bounded queue (queue.ts) -> retry with threshold and back-off
  *   (retry.ts) -> HTTP sender (http-sender.ts)
  *
+ * The body is Distribution's envelope, or with `format: cloudevents` one CloudEvent (cloudevents.ts).
+ *
  * Each endpoint has its own queue, consumer and HTTP client: nothing here is awaited by a registry
  * request, and nothing one endpoint does can delay another. The counters (metrics.ts) watch the
  * queue and every attempt.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../scheduler/clock.js';
+import { CLOUDEVENTS_MEDIA_TYPE, toCloudEvent } from './cloudevents.js';
 import type { Event } from './events.js';
 import { HttpSender } from './http-sender.js';
 import { ignoreFilter, type EventFilter } from './ignore.js';
@@ -40,7 +43,8 @@ export class Endpoint {
   ) {
     const endpoint = { name: config.name, url: config.url };
     this.accepts = ignoreFilter(config);
-    this.sender = new HttpSender(config);
+    const cloudEvents = config.format === 'cloudevents';
+    this.sender = cloudEvents ? new HttpSender(config, CLOUDEVENTS_MEDIA_TYPE) : new HttpSender(config);
     const retrying = new Retrying({
       threshold: config.threshold,
       backoff: config.backoff,
@@ -50,11 +54,12 @@ export class Endpoint {
       onAttempt: (outcome, events) => this.counters.attempt(outcome, events),
     });
     this.queue = new BoundedQueue<Event>({
-      maxBatch: MAX_BATCH,
+      // a structured CloudEvent is one event per request
+      maxBatch: cloudEvents ? 1 : MAX_BATCH,
       limit: config.queuelimit,
       clock,
       consume: (events, signal) => {
-        const body = Buffer.from(JSON.stringify({ events }));
+        const body = Buffer.from(JSON.stringify(cloudEvents ? toCloudEvent(events[0]) : { events }));
         return retrying.deliver((attempt) => this.sender.post(body, attempt), events.length, signal);
       },
       onDrop: (count) => this.dropped(count),

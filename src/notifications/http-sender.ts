@@ -26,7 +26,11 @@ export class HttpSender {
   private readonly agent: HttpAgent;
   private readonly origin: string;
 
-  constructor(private readonly options: Pick<EndpointOptions, 'url' | 'headers' | 'timeout'>) {
+  /** `contentType`: the body's media type (default Distribution's envelope) */
+  constructor(
+    private readonly options: Pick<EndpointOptions, 'url' | 'headers' | 'timeout'>,
+    private readonly contentType: string = EVENTS_MEDIA_TYPE,
+  ) {
     const agentOptions = { keepAlive: true, maxSockets: 1 };
     this.agent = options.url.startsWith('https:') ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
     this.origin = new URL(options.url).origin;
@@ -67,7 +71,7 @@ export class HttpSender {
     const headers: Record<string, string | string[]> = { ...this.options.headers };
     headers['user-agent'] ??= 'berth-notifications';
     if (body) {
-      headers['content-type'] = EVENTS_MEDIA_TYPE;
+      headers['content-type'] = this.contentType;
       headers['content-length'] = String(body.length);
     }
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;

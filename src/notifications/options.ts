@@ -25,4 +25,6 @@ export interface EndpointOptions {
   ignore: { mediatypes: string[]; actions: EventAction[] };
   /** most events held for this endpoint; unset: unbounded */
   queuelimit?: number;
+  /** `distribution` (default): envelopes of up to 100 events; `cloudevents`: one CloudEvent per request (cloudevents.ts) */
+  format?: 'distribution' | 'cloudevents';
 }

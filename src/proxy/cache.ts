@@ -19,6 +19,7 @@
  *   only verified manifests whose subject is the digest. When the upstream fails or refuses, the
  *   referrers stored so far stand in; with none stored, the client gets the upstream's failure.
  */
+import type { AuditSink } from '../audit/record.js';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../registry/blobs.js';
@@ -68,7 +69,13 @@ export class PullThroughCache implements ContentSource {
     private readonly stats: ProxyStats,
     /** with the metadata index: manifests fetched before their image configuration, described again once it is */
     private readonly lateConfigs?: LateConfigs,
+    /** the audit log, told of each manifest and whole blob stored from the upstream (`proxy-fill`) */
+    private readonly audit?: { sink: AuditSink; upstream: string },
   ) {}
+
+  private filled(repository: string, target: string, what: string): void {
+    this.audit?.sink.record({ actor: undefined, action: 'proxy-fill', repository, target, outcome: 'ok', detail: `${what} fetched from ${this.audit.upstream}` });
+  }
 
   async manifest(name: string, reference: Reference): Promise<StoredManifest> {
     this.stats.manifestRequests++;
@@ -131,6 +138,7 @@ export class PullThroughCache implements ContentSource {
       const late = this.lateConfigs;
       // the whole body was served: the blob is stored (a configuration a manifest's record waited for, maybe)
       if (late) body.once('end', () => late.blobFilled(name, digest).catch((err: unknown) => this.logger.warn({ err, repository: name, digest }, 'could not describe a cached manifest again in the metadata index (the reconciler will)')));
+      if (this.audit) body.once('end', () => this.filled(name, digest, 'blob'));
       return body;
     }
     return this.upstreamRange(name, digest, range).catch(rethrowUpstream(`blob ${digest}`));
@@ -276,6 +284,7 @@ export class PullThroughCache implements ContentSource {
     this.stats.manifestMisses++;
     this.stats.manifestBytesFetched += body.length;
     this.logger.info({ repository: name, reference: 'tag' in reference ? reference.tag : reference.digest, digest: parsed.digest }, 'fetched manifest from the upstream');
+    this.filled(name, 'tag' in reference ? reference.tag : parsed.digest, `manifest ${parsed.digest}`);
     return { digest: parsed.digest, mediaType: parsed.mediaType, content: body };
   }
 

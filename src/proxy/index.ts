@@ -14,6 +14,7 @@ import { MirrorRoutes } from './mirrors.js';
 import { MirrorRouter } from './router.js';
 import { ProxyStats } from './stats.js';
 import { Upstream } from './upstream.js';
+import type { AuditSink } from '../audit/record.js';
 
 /** one upstream, its password already read from its file where it came from one */
 export interface ProxyOptions {
@@ -31,7 +32,7 @@ export interface MirrorOptions extends ProxyOptions {
   prefix: string;
 }
 
-type Core = { driver: StorageDriver; blobs: BlobStore; uploads: UploadSessions; tags: TagStore; logger: Logger; index?: IndexSink };
+type Core = { driver: StorageDriver; blobs: BlobStore; uploads: UploadSessions; tags: TagStore; logger: Logger; index?: IndexSink; audit?: AuditSink };
 
 /** what the configured mirrors plug into the registry */
 export interface ProxyPlan {
@@ -82,7 +83,8 @@ function pullThroughCache(options: ProxyOptions, core: Core, stored: ContentSour
   const manifests = new ManifestStore(core.driver, core.blobs, core.tags, { cachedFromUpstream: true, index: core.index });
   const fetches = new BlobFetches(upstream, core.uploads, core.blobs, logger, PROXY_TIMEOUTS, stats);
   const lateConfigs = core.index && new LateConfigs(core.driver, core.index);
-  return new PullThroughCache(upstream, stored, manifests, core.blobs, fetches, logger, PROXY_TIMEOUTS, stats, lateConfigs);
+  const audit = core.audit && { sink: core.audit, upstream: new URL(options.remoteurl).host };
+  return new PullThroughCache(upstream, stored, manifests, core.blobs, fetches, logger, PROXY_TIMEOUTS, stats, lateConfigs, audit);
 }
 
 /** the message of every write's 405 with a single upstream */

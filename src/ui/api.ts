@@ -21,6 +21,7 @@ import { mapLimited } from '../registry/pool.js';
 import { visiblePage, visibleRows, type VisiblePage } from '../registry/visible-catalog.js';
 import type { StorageDriver } from '../storage/driver.js';
 import { session } from './session.js';
+import { auditPage } from './audit-api.js';
 import { isIndex, parseManifest, platformName, readConfig, summarize } from './summary.js';
 import { markSigned, signedBy } from './signatures.js';
 import { parseFrom, parseSort, summaryCache, tagPage, type SortKey, type SummaryCache, type TagSource } from './tag-list.js';
@@ -65,6 +66,7 @@ const ROUTES: [RegExp, (m: RegExpExecArray, req: FastifyRequest, services: Servi
   [/^\/ui\/api\/registry$/, (_m, req, services, state) => registry(req, services, state)],
   [/^\/ui\/api\/search$/, (_m, req, services) => search(req, services)],
   [/^\/ui\/api\/session$/, (_m, req, services) => session(req, services)],
+  [/^\/ui\/api\/audit$/, (_m, req, services) => auditPage(req, services)],
 ];
 
 export async function serveAPI(req: FastifyRequest, reply: FastifyReply, path: string, services: Services, state: RegistryState): Promise<unknown> {

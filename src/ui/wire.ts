@@ -154,3 +154,10 @@ export interface RegistryAbout {
   /** storage used per top-level namespace (each blob and manifest once), from the metadata index; absent without it */
   usage?: { namespace: string; repositories: number; bytes: number }[];
 }
+
+/** /ui/api/audit: a page of the audit log, newest first (src/ui/audit-api.ts) */
+export interface AuditPage {
+  records: { at: string; actor?: string; address?: string; action: string; repository?: string; target?: string; outcome: string; detail?: string }[];
+  /** `last` of the next page, when there is one */
+  next?: string;
+}

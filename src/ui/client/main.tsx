@@ -5,6 +5,7 @@ import { SESSION_EVENT, signedInUser, signOut } from './api';
 import { Link } from './components';
 import { href, navigate, useView, type View } from './router';
 import { settings } from './settings';
+import { Audit } from './views/audit';
 import { Login } from './views/login';
 import { Manifest } from './views/manifest';
 import { Registry } from './views/registry';
@@ -23,6 +24,8 @@ function Content({ view }: { view: View }) {
       return <Manifest name={view.name} reference={view.reference} />;
     case 'registry':
       return <Registry />;
+    case 'audit':
+      return <Audit filter={view.filter} last={view.last} />;
     case 'login':
       return <Login next={view.next} />;
     case 'missing':
@@ -43,6 +46,8 @@ function title(view: View): string {
       return `${view.name}${view.reference.includes(':') ? '@' : ':'}${view.reference}`;
     case 'registry':
       return 'Registry';
+    case 'audit':
+      return 'Audit log';
     case 'login':
       return 'Sign in';
     default:
@@ -72,6 +77,7 @@ function App() {
         <nav aria-label="Main">
           <Link href={href('/')} aria-current={view.kind === 'repositories' ? 'page' : undefined}>Repositories</Link>
           <Link href={href('/registry')} aria-current={view.kind === 'registry' ? 'page' : undefined}>Registry</Link>
+          <Link href={href('/audit')} aria-current={view.kind === 'audit' ? 'page' : undefined}>Audit</Link>
           {settings.signIn && <SignInLinks user={user} />}
           {settings.auth === 'token' && !settings.signIn &&
             (user ? (

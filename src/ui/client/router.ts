@@ -9,6 +9,7 @@ export type View =
   | { kind: 'repository'; name: string; last?: string; from?: string; sort?: string; desc: boolean }
   | { kind: 'manifest'; name: string; reference: string }
   | { kind: 'registry' }
+  | { kind: 'audit'; filter: { repository?: string; actor?: string; action?: string }; last?: string }
   | { kind: 'login'; next?: string }
   | { kind: 'missing'; path: string };
 
@@ -21,6 +22,7 @@ export function parseView(pathname: string, search: string): View {
   let m: RegExpExecArray | null;
   if (path === '/' || path === '') return { kind: 'repositories', q: query.get('q') ?? '', last };
   if (path === '/registry') return { kind: 'registry' };
+  if (path === '/audit') return { kind: 'audit', filter: { repository: query.get('repository') || undefined, actor: query.get('actor') || undefined, action: query.get('action') || undefined }, last };
   if (path === '/login') return { kind: 'login', next: query.get('next') ?? undefined };
   // a path ending in `/manifests/<one segment>` is a manifest (the name is everything before that
   // last `/manifests/`); a repository whose own name ends so is written with its last `/` as %2F
