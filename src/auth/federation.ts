@@ -12,8 +12,9 @@
  *
  * A refusal says why (unknown issuer, unknown key, bad signature, wrong audience, expired, no
  * rule matches, with the claims the rules look at) to the client and the log, and counts as a
- * failed login (login-guard.ts) of the token's `iss` and `sub` and of the client's address. Sign-ins go to the audit sink: each refusal, and a token's first
- * acceptance (a client sends it again with every request).
+ * failed login (login-guard.ts) of the token's `iss` and `sub` and of the client's address. A
+ * token's first acceptance goes to the audit sink (a client sends it again with every request); a
+ * refusal is recorded by the edge, as every 401 to a request with credentials.
  */
 import { createHash } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
@@ -82,7 +83,6 @@ export class Federation {
     if (outcome instanceof Refusal || outcome === undefined) {
       const message = `federated token refused: ${outcome?.message}`;
       this.context.logger.warn({ user: creds.user, iss, address }, message);
-      this.context.audit?.record({ actor: creds.user, address, action: 'sign-in', outcome: 'failed', detail: message });
       throw refuse(message);
     }
     this.recordFirstUse(creds.password, outcome, address);

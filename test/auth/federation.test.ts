@@ -307,7 +307,7 @@ describe('federated JWTs and the failed-login limits', () => {
 });
 
 describe('federation and the audit sink', () => {
-  it('records each refusal with its reason, and a token accepted once however often it is sent', async () => {
+  it('records a token accepted once however often it is sent (refusals are the edge's to record: 401 to a request with credentials)', async () => {
     const clock = new ManualClock();
     const issuer = await JwtIssuer.start();
     try {
@@ -331,7 +331,6 @@ describe('federation and the audit sink', () => {
       assert.equal(await federation.login({ user: 'alice', password: 'alice-pw' }, '127.0.0.9', guard, refuse), undefined);
       assert.deepEqual(records, [
         { actor: `ci:${SUB}`, address: '127.0.0.9', action: 'sign-in', outcome: 'ok', detail: 'federated token accepted by rule 1 of ci: acme/app, shared/*' },
-        { actor: 'ci', address: '127.0.0.9', action: 'sign-in', outcome: 'failed', detail: 'federated token refused: no rule of issuer "ci" matches the token\'s claims: repository="evil/x", ref=(absent)' },
       ]);
     } finally {
       await issuer.stop();
