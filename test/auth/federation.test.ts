@@ -307,7 +307,7 @@ describe('federated JWTs and the failed-login limits', () => {
 });
 
 describe('federation and the audit sink', () => {
-  it('records a token accepted once however often it is sent (refusals are the edge's to record: 401 to a request with credentials)', async () => {
+  it('records a token accepted once however often it is sent (the edge records refusals: every 401 to a request with credentials)', async () => {
     const clock = new ManualClock();
     const issuer = await JwtIssuer.start();
     try {
