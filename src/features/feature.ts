@@ -74,7 +74,7 @@ export interface FeatureParts {
   /** where manifests, blobs and tags are read from instead of storage alone (`stored`), e.g. the pull-through cache */
   contentSource?(core: Core, stored: ContentSource): ContentSource;
   /** decides which manifests a caller may pull (signature policies), reading through the finished content source */
-  pullGate?(content: ContentSource, audit?: AuditSink): PullGate;
+  pullGate?(content: ContentSource): PullGate;
   /** a write to this repository answers 405 UNSUPPORTED with the message returned (the pull-through cache) */
   refuseWrites?(name: string): string | undefined;
   /** containerd's mirror parameter `ns=<registry host>`: the repository's local name, when that host is mirrored */

@@ -35,7 +35,7 @@ export const signaturesFeature: Feature<SignaturesConfig> = {
       logger.warn({ policies: requiring.map((p) => p.source) }, 'signatures.require has no effect without auth: every client may push and so may pull unsigned images; configure auth.htpasswd or auth.token');
     }
     return {
-      pullGate: (content, audit) => new SignaturePolicy(policies, keySets, new SignatureVerifier(content), audit),
+      pullGate: (content) => new SignaturePolicy(policies, keySets, new SignatureVerifier(content)),
     };
   },
 };

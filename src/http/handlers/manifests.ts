@@ -73,7 +73,7 @@ async function refuseUnsigned(req: FastifyRequest, name: string, reference: Refe
   if (!pullGate) return;
   const grant = grantOf(req);
   const mayPush = grant.allows({ type: 'repository', name, action: 'push' });
-  const refusal = await pullGate.refusal(name, reference, manifest, { mayPush, actor: grant.user, address: req.ip });
+  const refusal = await pullGate.refusal(name, reference, manifest, { mayPush });
   if (refusal) throw new RegistryError('DENIED', refusal, { detail: { name, digest: manifest.digest } });
 }
 

@@ -11,7 +11,6 @@
  * (non-cosign) tags are looked through for one.
  */
 import { LRUCache } from 'lru-cache';
-import type { AuditSink } from '../../audit/record.js';
 import type { Digest } from '../../registry/digest.js';
 import type { MatchedPolicy, PolicySet } from '../match.js';
 import { isAttachment, parseJSON } from './cosign.js';
@@ -22,8 +21,6 @@ import type { SignatureVerifier } from './verifier.js';
 export interface PullCaller {
   /** may push to the repository: exempt */
   mayPush: boolean;
-  actor: string | undefined;
-  address: string;
 }
 
 /** the edge's view of the policy: why this pull is refused, if it is */
@@ -47,7 +44,6 @@ export class SignaturePolicy implements PullGate {
     private readonly policies: PolicySet,
     private readonly keySets: ReadonlyMap<MatchedPolicy, KeySet>,
     private readonly verifier: SignatureVerifier,
-    private readonly audit?: AuditSink,
   ) {}
 
   async refusal(name: string, reference: { tag: string } | { digest: Digest }, manifest: { digest: Digest; content: Buffer }, caller: PullCaller): Promise<string | undefined> {
@@ -60,7 +56,6 @@ export class SignaturePolicy implements PullGate {
     if ('digest' in reference && (await this.coveredByIndex(name, manifest.digest, keys))) return undefined;
     const names = keys.keys.map((k) => k.name).join(', ');
     const message = `${name}@${manifest.digest} is not signed by a key that ${policy.source} trusts (${names}): that policy requires a cosign signature to pull it`;
-    this.audit?.record({ actor: caller.actor, address: caller.address, action: 'deny', repository: name, target: 'tag' in reference ? reference.tag : reference.digest, outcome: 'denied', detail: message });
     return message;
   }
 
