@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { RegistryError } from '../registry/errors.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { CATALOG_ACCESS, formatScope, toScopes, type AccessRequest, type Grant } from './access.js';
+import type { ApiTokens, OwnerRights } from './api-tokens.js';
 import { Htpasswd } from './htpasswd.js';
 import { failedLoginBuckets, LoginGuard } from './login-guard.js';
 import type { AuthOptions } from './options.js';
@@ -43,6 +44,8 @@ const EVERYTHING: CallerGrant = { user: undefined, allows: () => true, lists: ()
 export interface Auth {
   authorize(request: AuthRequest): Promise<CallerGrant>;
   issuer: TokenIssuer | undefined;
+  /** API tokens, when the metadata index is on (the web interface's tokens page manages them) */
+  tokens: ApiTokens | undefined;
   /** the path (below http.prefix) the issuer answers on */
   issuerPath: string | undefined;
   limiter: RateLimiter | undefined;
@@ -60,6 +63,8 @@ export interface AuthContext {
   sharedLimiter?: SharedLimiter;
   /** worker processes serving the port (http.workers): buckets not shared through Redis get a share each */
   processes?: number;
+  /** API tokens (the metadata index's): tried first for Basic credentials whose password is a token's secret */
+  tokens?: ApiTokens;
 }
 
 export function createAuth(options: AuthOptions, context: AuthContext): Auth {
@@ -72,6 +77,15 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
   const failed = auth && auth.failedlogins.burst > 0 ? failedLoginBuckets(auth.failedlogins) : undefined;
   const loginBuckets = htpasswd && failed ? (context.sharedLimiter?.(failed) ?? new MemoryRateLimiter(perProcess(failed, context.processes ?? 1))) : undefined;
   const guard = htpasswd && new LoginGuard(loginBuckets);
+  const tokens = htpasswd ? context.tokens : undefined;
+  // a token a person created never does more than they may now (their groups join once auth.access has group subjects)
+  const ownerRights: OwnerRights = (owner, _groups, request) => policy.allows(owner, request);
+  /** Basic credentials that are an API token's: its grant, or 401 with the reason; undefined: not a token's */
+  const tokenLogin = async (user: string, password: string, address: string, challenge: Record<string, string>) => {
+    const login = await tokens?.login(user, password, address, guard, ownerRights);
+    if (login && 'refused' in login) throw new RegistryError('UNAUTHORIZED', login.refused, { headers: challenge });
+    return login?.grant;
+  };
   let issuer: TokenIssuer | undefined;
   let authorize: Auth['authorize'];
 
@@ -88,6 +102,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
         htpasswd: htpasswd!,
         guard: guard!,
         policy,
+        tokens: tokens && ((user, password, address) => tokens.login(user, password, address, guard, ownerRights)),
         realm: auth.htpasswd!.realm,
       });
       keys.set(issuer.kid, issuer.publicKey);
@@ -113,6 +128,10 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
         if (!(err instanceof TokenError)) throw err;
         throw new RegistryError('UNAUTHORIZED', err.message, { headers: challenge('invalid_token') });
       }
+      // issued for an API token: refused as soon as the token is revoked or expires, not when the JWT does
+      if (grant.apiToken && !(await tokens?.live(grant.user ?? ''))) {
+        throw new RegistryError('UNAUTHORIZED', `the API token ${JSON.stringify(grant.user)} was revoked or expired`, { headers: challenge('invalid_token') });
+      }
       const missing = needed.filter((r) => !grant.allows(r));
       if (missing.length > 0) {
         throw new RegistryError('UNAUTHORIZED', `the token does not grant ${toScopes(missing).map(formatScope).join(' ')}`, {
@@ -123,7 +142,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
       // what the catalog and the web interface list: everything with the catalog scope; else the
       // repositories the token may pull and, with the built-in issuer, those auth.access lets its user pull
       const pulls = (name: string): AccessRequest => ({ type: 'repository', name, action: 'pull' });
-      const lists = (name: string) => grant.allows(CATALOG_ACCESS) || grant.allows(pulls(name)) || (issuer !== undefined && policy.allows(grant.user, pulls(name)));
+      const lists = (name: string) => grant.allows(CATALOG_ACCESS) || grant.allows(pulls(name)) || (issuer !== undefined && !grant.apiToken && policy.allows(grant.user, pulls(name)));
       return { user: grant.user, allows: (r) => grant.allows(r), lists };
     };
   } else if (htpasswd) {
@@ -134,6 +153,8 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
       if (req.authorization !== undefined) {
         const creds = parseBasic(req.authorization);
         if (!creds) throw new RegistryError('UNAUTHORIZED', 'malformed Authorization header: expected Basic credentials', { headers: challenge });
+        const token = await tokenLogin(creds.user, creds.password, req.address, challenge);
+        if (token) return ownGrant(token, req.needed);
         if (!(await guard!.verify(creds.user, req.address, () => htpasswd.verify(creds.user, creds.password)))) {
           throw new RegistryError('UNAUTHORIZED', 'invalid username or password', { headers: challenge });
         }
@@ -159,6 +180,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
   return {
     authorize,
     issuer,
+    tokens,
     issuerPath: issuer ? auth!.token!.autoredirectpath : undefined,
     limiter,
     limitBy: options.ratelimit?.by ?? 'ip',
@@ -167,6 +189,13 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
       await loginBuckets?.close();
     },
   };
+}
+
+/** a credential's own grant (an API token's) as the caller's: 403 for what it lacks */
+function ownGrant(grant: Grant, needed: AccessRequest[]): CallerGrant {
+  const denied = needed.filter((r) => !grant.allows(r));
+  if (denied.length > 0) throw denial(grant.user, denied);
+  return { user: grant.user, allows: (r) => grant.allows(r), lists: (name) => grant.allows({ type: 'repository', name, action: 'pull' }) };
 }
 
 function denial(user: string | undefined, denied: AccessRequest[]): RegistryError {

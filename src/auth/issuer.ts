@@ -22,8 +22,9 @@ import { libtrustKeyID } from '../crypto/libtrust-keyid.js';
 import { CATALOG_ACCESS, parseScope, REPOSITORY_ACTIONS, type Scope } from './access.js';
 import type { Htpasswd } from './htpasswd.js';
 import type { LoginGuard } from './login-guard.js';
+import type { ApiTokenGrant, TokenLogin } from './api-tokens.js';
 import type { AccessPolicy } from './policy.js';
-import { LEEWAY_SECONDS } from './token.js';
+import { API_TOKEN_CLAIM, LEEWAY_SECONDS } from './token.js';
 
 export interface IssuerOptions {
   issuer: string;
@@ -36,8 +37,16 @@ export interface IssuerOptions {
   /** failed logins limited per user and address before the password is checked */
   guard: LoginGuard;
   policy: AccessPolicy;
+  /** API tokens (auth/api-tokens.ts), tried before htpasswd; undefined: a token's credentials, not */
+  tokens?: (user: string, password: string, address: string) => Promise<TokenLogin | undefined>;
   /** Basic challenge realm for wrong credentials */
   realm: string;
+}
+
+/** who logged in: an htpasswd user, or an API token (its name) with its own grant */
+interface Login {
+  user: string;
+  token?: ApiTokenGrant;
 }
 
 export interface TokenResponse {
@@ -68,15 +77,16 @@ export class TokenIssuer {
   /** GET: Basic credentials (or none) and the requested scopes */
   async fromBasic(params: URLSearchParams, authorization: string | undefined, address: string): Promise<TokenResponse> {
     this.checkService(params.get('service'));
-    let user: string | undefined;
+    let login: Login | undefined;
     if (authorization !== undefined) {
       const creds = parseBasic(authorization);
-      if (!creds || !(await this.checkPassword(creds.user, creds.password, address))) throw this.badCredentials();
-      user = creds.user;
+      if (!creds) throw this.badCredentials();
+      login = await this.checkPassword(creds.user, creds.password, address, (message) => this.badCredentials(message));
     }
     const offline = params.get('offline_token') === 'true';
     const scopes = params.getAll('scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
-    return this.issue(user, scopes, offline && user !== undefined);
+    // no refresh token for an API token: the client keeps the secret, which revocation stops
+    return this.issue(login, scopes, offline && login !== undefined && !login.token);
   }
 
   /** POST: the OAuth2 password and refresh_token grants */
@@ -88,12 +98,12 @@ export class TokenIssuer {
     if (grant === 'password') {
       const user = form.get('username') ?? '';
       const password = form.get('password') ?? '';
-      if (!(await this.checkPassword(user, password, address))) throw new InvalidGrant('invalid username or password');
-      return this.issue(user, scopes, offline);
+      const login = await this.checkPassword(user, password, address, (message) => new InvalidGrant(message));
+      return this.issue(login, scopes, offline && !login.token);
     }
     if (grant === 'refresh_token') {
       const user = await this.verifyRefresh(form.get('refresh_token') ?? '');
-      return this.issue(user, scopes, false, form.get('refresh_token') ?? undefined);
+      return this.issue({ user }, scopes, false, form.get('refresh_token') ?? undefined);
     }
     throw new TokenRequestError('UNSUPPORTED', `grant_type must be "password" or "refresh_token", got ${JSON.stringify(grant)}`);
   }
@@ -105,34 +115,36 @@ export class TokenIssuer {
   }
 
   /** GET with wrong Basic credentials: 401 and a Basic challenge, as Distribution's token spec says */
-  private badCredentials(): RegistryError {
-    return new RegistryError('UNAUTHORIZED', 'invalid username or password', {
+  private badCredentials(message = 'invalid username or password'): RegistryError {
+    return new RegistryError('UNAUTHORIZED', message, {
       headers: { 'www-authenticate': `Basic realm="${this.options.realm}"` },
     });
   }
 
-  /** the requested scopes cut down to what the user may do */
-  grantedScopes(user: string | undefined, requested: string[]): Scope[] {
+  /** the requested scopes cut down to what the user (or API token) may do */
+  grantedScopes(login: Login | undefined, requested: string[]): Scope[] {
+    const user = login?.user;
     const granted: Scope[] = [];
     for (const text of requested) {
       const scope = parseScope(text);
       if (!scope) continue;
       if (scope.type === 'repository') {
-        const allowed = this.options.policy.actions(user, scope.name);
+        const allowed = login?.token ? login.token.actions(scope.name) : this.options.policy.actions(user, scope.name);
         const wanted = scope.actions.includes('*') ? [...REPOSITORY_ACTIONS] : scope.actions;
         const actions = wanted.filter((a) => allowed.has(a as never));
         if (actions.length > 0) granted.push({ type: 'repository', name: scope.name, actions: [...new Set(actions)] });
-      } else if (scope.type === CATALOG_ACCESS.type && scope.name === CATALOG_ACCESS.name && user !== undefined && this.options.policy.pullsEverything(user)) {
+      } else if (scope.type === CATALOG_ACCESS.type && scope.name === CATALOG_ACCESS.name && user !== undefined && !login?.token && this.options.policy.pullsEverything(user)) {
         granted.push({ type: 'registry', name: 'catalog', actions: ['*'] });
       }
     }
     return granted;
   }
 
-  private async issue(user: string | undefined, requested: string[], withRefresh: boolean, refreshToken?: string): Promise<TokenResponse> {
+  private async issue(login: Login | undefined, requested: string[], withRefresh: boolean, refreshToken?: string): Promise<TokenResponse> {
+    const user = login?.user;
     const now = Math.floor(Date.now() / 1000);
     const expiresIn = Math.max(1, Math.floor(this.options.expirationMs / 1000));
-    const token = await new SignJWT({ access: this.grantedScopes(user, requested) })
+    const token = await new SignJWT({ access: this.grantedScopes(login, requested), ...(login?.token ? { [API_TOKEN_CLAIM]: true } : {}) })
       .setProtectedHeader({ alg: this.alg, kid: this.kid, typ: 'JWT' })
       .setIssuer(this.options.issuer)
       .setAudience(this.options.service)
@@ -148,8 +160,13 @@ export class TokenIssuer {
     return out;
   }
 
-  private checkPassword(user: string, password: string, address: string): Promise<boolean> {
-    return this.options.guard.verify(user, address, () => this.options.htpasswd.verify(user, password));
+  /** an API token's credentials first, then htpasswd; `refuse` makes the error for wrong ones */
+  private async checkPassword(user: string, password: string, address: string, refuse: (message: string) => Error): Promise<Login> {
+    const token = await this.options.tokens?.(user, password, address);
+    if (token && 'refused' in token) throw refuse(token.refused);
+    if (token) return { user, token: token.grant };
+    if (!(await this.options.guard.verify(user, address, () => this.options.htpasswd.verify(user, password)))) throw refuse('invalid username or password');
+    return { user };
   }
 
   private refreshAudience(): string {

@@ -8,6 +8,7 @@
  * compiler checks that it fits every slice.
  */
 import type { Logger } from 'pino';
+import type { ApiTokens } from '../auth/api-tokens.js';
 import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
 import type { BrowseReads, Pages, RequestMetrics } from '../http/context.js';
 import type { HealthMonitor } from '../health/monitor.js';
@@ -85,6 +86,8 @@ export interface FeatureParts {
   pulls?: PullSink;
   /** the metadata index's reads for the extensions API and the web interface */
   browse?: BrowseReads;
+  /** API tokens, kept in the metadata index (authentication tries them for Basic credentials) */
+  apiTokens?: ApiTokens;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */
