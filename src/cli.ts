@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** The `berth` command: serve, config check|schema, garbage-collect, verify, index rebuild, uploads purge, replicate (one file each in src/cli/). Exit codes: 0 done, 1 failed, 2 bad usage. */
+/** The `berth` command: serve, config check|schema, garbage-collect, verify, index rebuild, uploads purge, replicate, token (one file each in src/cli/). Exit codes: 0 done, 1 failed, 2 bad usage. */
 import './runtime/startup-heap.js'; // first: it holds the young generation while the others load
 import { paceShortLivedBuffers } from './runtime/gc-pacing.js';
 import { ConfigError } from './config/load.js';
@@ -13,6 +13,7 @@ import { COMMANDS, USAGE } from './cli/usage.js';
 import { verifyStorage } from './cli/verify.js';
 import { indexCommand } from './cli/metadata-index.js';
 import { replicateCommand } from './cli/replicate.js';
+import { tokenCommand } from './cli/token.js';
 
 const HELP_FLAGS = new Set(['-h', '--help']);
 
@@ -52,6 +53,8 @@ async function main(argv: string[]): Promise<number> {
       return indexCommand(rest);
     case 'replicate':
       return replicateCommand(rest);
+    case 'token':
+      return tokenCommand(rest);
     case '-v':
     case '--version':
     case 'version':
