@@ -37,6 +37,8 @@ export interface AuthRequest {
 export interface CallerGrant extends Grant {
   /** may `name` appear in this caller's catalog? */
   lists(name: string): boolean;
+  /** the caller is an API token (which may not manage API tokens) */
+  apiToken?: boolean;
 }
 
 const EVERYTHING: CallerGrant = { user: undefined, allows: () => true, lists: () => true };
@@ -143,7 +145,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
       // repositories the token may pull and, with the built-in issuer, those auth.access lets its user pull
       const pulls = (name: string): AccessRequest => ({ type: 'repository', name, action: 'pull' });
       const lists = (name: string) => grant.allows(CATALOG_ACCESS) || grant.allows(pulls(name)) || (issuer !== undefined && !grant.apiToken && policy.allows(grant.user, pulls(name)));
-      return { user: grant.user, allows: (r) => grant.allows(r), lists };
+      return { user: grant.user, allows: (r) => grant.allows(r), lists, apiToken: grant.apiToken };
     };
   } else if (htpasswd) {
     const realm = auth!.htpasswd!.realm;
@@ -154,7 +156,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
         const creds = parseBasic(req.authorization);
         if (!creds) throw new RegistryError('UNAUTHORIZED', 'malformed Authorization header: expected Basic credentials', { headers: challenge });
         const token = await tokenLogin(creds.user, creds.password, req.address, challenge);
-        if (token) return ownGrant(token, req.needed);
+        if (token) return apiTokenCaller(token, req.needed);
         if (!(await guard!.verify(creds.user, req.address, () => htpasswd.verify(creds.user, creds.password)))) {
           throw new RegistryError('UNAUTHORIZED', 'invalid username or password', { headers: challenge });
         }
@@ -191,11 +193,11 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
   };
 }
 
-/** a credential's own grant (an API token's) as the caller's: 403 for what it lacks */
-function ownGrant(grant: Grant, needed: AccessRequest[]): CallerGrant {
+/** an API token's grant as the caller's: 403 for what it lacks */
+function apiTokenCaller(grant: Grant, needed: AccessRequest[]): CallerGrant {
   const denied = needed.filter((r) => !grant.allows(r));
   if (denied.length > 0) throw denial(grant.user, denied);
-  return { user: grant.user, allows: (r) => grant.allows(r), lists: (name) => grant.allows({ type: 'repository', name, action: 'pull' }) };
+  return { user: grant.user, allows: (r) => grant.allows(r), lists: (name) => grant.allows({ type: 'repository', name, action: 'pull' }), apiToken: true };
 }
 
 function denial(user: string | undefined, denied: AccessRequest[]): RegistryError {

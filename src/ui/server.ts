@@ -9,6 +9,7 @@ import type { Pages } from '../http/context.js';
 import { RegistryError } from '../registry/errors.js';
 import { serveAPI, type RegistryState } from './api.js';
 import { indexPage, type loadAssets } from './assets.js';
+import { isTokensPath, serveTokens } from './tokens.js';
 import type { PageSettings } from './wire.js';
 
 /** no inline script or style, nothing from elsewhere, never inside a frame */
@@ -34,6 +35,7 @@ export function uiPages(built: Awaited<ReturnType<typeof loadAssets>>, settings:
       return path === '/ui' || path.startsWith('/ui/');
     },
     async serve(req, reply, path, services) {
+      if (isTokensPath(path)) return serveTokens(req, reply, path, services);
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         reply.header('allow', 'GET, HEAD');
         throw new RegistryError('UNSUPPORTED', `${req.method} is not supported by the web interface; it changes the registry through the V2 API`);

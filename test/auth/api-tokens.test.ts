@@ -134,6 +134,53 @@ describe('API tokens with htpasswd', () => {
     assert.equal((await tokens.list()).find((t) => t.name === 'used')?.lastUsed, usedAt);
   });
 
+  it('the web interface helpers: a person lists, creates (secret once) and revokes their own tokens, within their rights', async () => {
+    const alice = basic('alice', USERS.alice);
+    const api = (path: string, init: RequestInit & { authorization: string }) =>
+      fetch(`${registry.url}/ui/api/tokens${path}`, { ...init, headers: { authorization: init.authorization, ...(init.body ? { 'content-type': 'application/json' } : {}), ...(init.headers as Record<string, string>) } });
+    const create = (authorization: string, body: unknown, headers: Record<string, string> = {}) => api('', { method: 'POST', authorization, body: JSON.stringify(body), headers });
+
+    const made = await create(alice, { name: 'alice-web', repositories: ['team/*'], actions: ['pull', 'push'], expires: 30 });
+    assert.equal(made.status, 200);
+    const { secret, token } = (await made.json()) as { secret: string; token: { owner: string; expires: string; state: string } };
+    assert.match(secret, /^berth_/);
+    assert.equal(token.owner, 'alice');
+    assert.equal(token.state, 'active');
+    assert.equal(Date.parse(token.expires) - clock.now(), 30 * 86_400_000);
+    assert.equal((await push(registry.url, 'team/webui', buildImage('oci-manifest'), basic('alice-web', secret))).status, 201);
+
+    const listed = (await (await api('', { authorization: alice })).json()) as { user: string; tokens: { name: string }[] };
+    assert.equal(listed.user, 'alice');
+    assert.deepEqual(listed.tokens.map((t) => t.name), ['alice-ci', 'alice-web']);
+    assert.ok(!JSON.stringify(listed).includes(secret) && !JSON.stringify(listed).includes('secretHash'));
+    assert.deepEqual(((await (await api('', { authorization: basic('bob', USERS.bob) })).json()) as { tokens: unknown[] }).tokens, []);
+
+    // outside alice's rights: push on ** (she only pulls there)
+    const beyond = await create(alice, { name: 'too-much', repositories: ['**'], actions: ['push'] });
+    assert.equal(beyond.status, 403);
+    assert.match(await beyond.text(), /you may not push on \\"\*\*\\", so a token of yours may not either/);
+    const bad = await create(alice, { name: 'bad', repositories: ['team/*'], actions: ['write'] });
+    assert.equal(bad.status, 400);
+    assert.match(await bad.text(), /action \\"write\\": the actions are pull, push, delete/);
+    const duplicate = await create(alice, { name: 'alice-web', repositories: ['team/*'], actions: ['pull'] });
+    assert.equal(duplicate.status, 409);
+    assert.match(await duplicate.text(), /exists already/);
+    const badGlob = await create(alice, { name: 'g', repositories: ['team/'], actions: ['pull'] });
+    assert.equal(badGlob.status, 400);
+    // no form from elsewhere, no other origin, no API token
+    const form = await fetch(`${registry.url}/ui/api/tokens`, { method: 'POST', headers: { authorization: alice, 'content-type': 'application/x-www-form-urlencoded' }, body: 'name=x' });
+    assert.equal(form.status, 400);
+    assert.equal((await create(alice, { name: 'o', repositories: ['team/*'], actions: ['pull'] }, { origin: 'https://evil.example' })).status, 403);
+    const byToken = await create(basic('alice-web', secret), { name: 't', repositories: ['team/*'], actions: ['pull'] });
+    assert.equal(byToken.status, 403);
+    assert.match(await byToken.text(), /an API token cannot manage API tokens/);
+
+    assert.equal((await api('/alice-web', { method: 'DELETE', authorization: basic('bob', USERS.bob) })).status, 404);
+    assert.equal((await api('/alice-web', { method: 'DELETE', authorization: alice })).status, 200);
+    await clock.advance(CACHE_MS);
+    assert.equal((await status(`${registry.url}/v2/`, basic('alice-web', secret))).status, 401);
+  });
+
   // last: it leaves this address limited
   it('a wrong secret is refused and counted by the failed-login limit: then even the right one waits', async () => {
     const { secret } = await tokens.create({ name: 'guessed', repositories: ['**'], actions: ['pull'] });
