@@ -10,6 +10,7 @@ import { Manifest } from './views/manifest';
 import { Registry } from './views/registry';
 import { Repositories } from './views/repositories';
 import { Repository } from './views/repository';
+import { Tokens } from './views/tokens';
 import './style.css';
 
 function Content({ view }: { view: View }) {
@@ -24,6 +25,8 @@ function Content({ view }: { view: View }) {
       return <Registry />;
     case 'login':
       return <Login next={view.next} />;
+    case 'tokens':
+      return <Tokens />;
     case 'missing':
       return (
         <section>
@@ -44,6 +47,8 @@ function title(view: View): string {
       return 'Registry';
     case 'login':
       return 'Sign in';
+    case 'tokens':
+      return 'API tokens';
     default:
       return 'Repositories';
   }
@@ -71,6 +76,7 @@ function App() {
         <nav aria-label="Main">
           <Link href={href('/')} aria-current={view.kind === 'repositories' ? 'page' : undefined}>Repositories</Link>
           <Link href={href('/registry')} aria-current={view.kind === 'registry' ? 'page' : undefined}>Registry</Link>
+          {user && <Link href={href('/tokens')} aria-current={view.kind === 'tokens' ? 'page' : undefined}>API tokens</Link>}
           {settings.auth === 'token' &&
             (user ? (
               <button type="button" class="link" onClick={() => (signOut(), navigate(href('/')))}>Sign out {user}</button>

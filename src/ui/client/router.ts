@@ -10,6 +10,7 @@ export type View =
   | { kind: 'manifest'; name: string; reference: string }
   | { kind: 'registry' }
   | { kind: 'login'; next?: string }
+  | { kind: 'tokens' }
   | { kind: 'missing'; path: string };
 
 const MANIFEST_PATH = /^\/repositories\/(.+)\/manifests\/([^/]+)$/;
@@ -21,6 +22,7 @@ export function parseView(pathname: string, search: string): View {
   let m: RegExpExecArray | null;
   if (path === '/' || path === '') return { kind: 'repositories', q: query.get('q') ?? '', last };
   if (path === '/registry') return { kind: 'registry' };
+  if (path === '/tokens') return { kind: 'tokens' };
   if (path === '/login') return { kind: 'login', next: query.get('next') ?? undefined };
   // a path ending in `/manifests/<one segment>` is a manifest (the name is everything before that
   // last `/manifests/`); a repository whose own name ends so is written with its last `/` as %2F
