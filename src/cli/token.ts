@@ -3,6 +3,7 @@
  * `create` prints the secret once; only its hash is kept. Created here, a token has no owner: it
  * is limited by its globs and actions alone.
  */
+import { userInfo } from 'node:os';
 import type { AuditSink } from '../audit/record.js';
 import { ApiTokenProblem, type TokenView } from '../auth/api-tokens.js';
 import { loadConfig } from '../config/load.js';
@@ -29,7 +30,7 @@ export async function tokenCommand(argv: string[], audit?: AuditSink): Promise<n
     switch (args.command) {
       case 'create':
         try {
-          const { token, secret } = await tokens.create(args.token, undefined);
+          const { token, secret } = await tokens.create(args.token, commandActor());
           console.log(secret);
           console.error(`created API token ${token.name}: ${describe(token)}. The line above is its secret, shown this once: use it as the password of "docker login -u ${token.name}".`);
           return 0;
@@ -47,7 +48,7 @@ export async function tokenCommand(argv: string[], audit?: AuditSink): Promise<n
         return 0;
       }
       case 'revoke': {
-        if (await tokens.revoke(args.name)) {
+        if (await tokens.revoke(args.name, { actor: commandActor() })) {
           console.log(`revoked API token ${args.name}: every instance refuses it within a few seconds`);
           return 0;
         }
@@ -59,6 +60,11 @@ export async function tokenCommand(argv: string[], audit?: AuditSink): Promise<n
   } finally {
     await index.close();
   }
+}
+
+/** who ran the command, for the audit record: the operating system's user */
+function commandActor(): string {
+  return `cli:${userInfo().username}`;
 }
 
 function describe(token: TokenView): string {

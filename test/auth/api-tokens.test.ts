@@ -11,6 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { AuditRecord } from '../../src/audit/record.js';
 import { ApiTokens, CACHE_MS, LAST_USE_FLUSH_MS } from '../../src/auth/api-tokens.js';
 import { ApiTokenRecords, DuplicateTokenName } from '../../src/metadata/api-tokens.js';
 import { openDatabase, type OpenedDatabase } from '../../src/metadata/open.js';
@@ -179,6 +180,21 @@ describe('API tokens with htpasswd', () => {
     assert.equal((await api('/alice-web', { method: 'DELETE', authorization: alice })).status, 200);
     await clock.advance(CACHE_MS);
     assert.equal((await status(`${registry.url}/v2/`, basic('alice-web', secret))).status, 401);
+  });
+
+  it('records token.create and token.revoke in the audit sink (actor, target = the token)', async () => {
+    const records: AuditRecord[] = [];
+    const audited = new ApiTokens(new ApiTokenRecords(db.db), clock, { record: (r) => records.push(r) });
+    await audited.create({ name: 'audited', repositories: ['team/*'], actions: ['pull'], owner: 'alice' });
+    assert.equal(await audited.revoke('audited', { owner: 'bob' }), false, "bob revokes only his own");
+    await audited.revoke('audited', { owner: 'alice' });
+    assert.deepEqual(
+      records.map((r) => [r.action, r.actor, r.target, r.outcome, r.detail]),
+      [
+        ['token.create', 'alice', 'audited', 'ok', 'pull on team/*'],
+        ['token.revoke', 'alice', 'audited', 'ok', undefined],
+      ],
+    );
   });
 
   // last: it leaves this address limited
