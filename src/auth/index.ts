@@ -5,7 +5,8 @@
  * core never sees credentials.
  *
  * Access controllers: none (everyone may do everything), htpasswd (Basic, optionally limited by
- * auth.access), token (Bearer JWTs, optionally issued by berth itself).
+ * auth.access), token (Bearer JWTs, optionally issued by berth itself). Basic credentials are an
+ * API token's (api-tokens.ts: its own grant) before they are checked against htpasswd.
  */
 import type { Logger } from 'pino';
 import { RegistryError } from '../registry/errors.js';

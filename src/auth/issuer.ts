@@ -2,8 +2,8 @@
  * The built-in token issuer (`auth.token.issuer.enabled`): Distribution's token protocol served by
  * berth itself, so one process gives docker, podman and skopeo real token authentication.
  *
- * - `GET <path>?service=&scope=&scope=...` with optional Basic credentials (checked against
- *   auth.htpasswd): a token granting the requested scopes as far as auth.access allows them.
+ * - `GET <path>?service=&scope=&scope=...` with optional Basic credentials (an API token's, else
+ *   checked against auth.htpasswd): a token granting the requested scopes as far as auth.access allows them.
  *   No credentials: a token with what `anonymous` may do. Wrong credentials: 401.
  * - `POST <path>` (OAuth2, form encoded): `grant_type=password` (username, password) or
  *   `grant_type=refresh_token` (refresh_token); `access_type=offline` also returns a refresh token.
@@ -37,7 +37,7 @@ export interface IssuerOptions {
   /** failed logins limited per user and address before the password is checked */
   guard: LoginGuard;
   policy: AccessPolicy;
-  /** API tokens (auth/api-tokens.ts), tried before htpasswd; undefined: a token's credentials, not */
+  /** API tokens (auth/api-tokens.ts), tried before htpasswd; undefined without the metadata index */
   tokens?: (user: string, password: string, address: string) => Promise<TokenLogin | undefined>;
   /** Basic challenge realm for wrong credentials */
   realm: string;
