@@ -287,6 +287,21 @@ describe('API tokens with the built-in token issuer', () => {
     assert.equal(wrong.status, 400);
     assert.match(await wrong.text(), /invalid_grant|invalid username or password/);
   });
+
+  it('the web interface helpers with Bearer tokens: a 401 names the scope the new token needs, a token for it creates', async () => {
+    const bearerFor = async (scope: string) => `Bearer ${(await ask(basic('alice', USERS.alice), scope)).body.token}`;
+    const list = await fetch(`${registry.url}/ui/api/tokens`, { headers: { authorization: await bearerFor('') } });
+    assert.equal(list.status, 200);
+    assert.deepEqual(await list.json(), { user: 'alice', tokens: [] });
+    const create = (authorization: string) =>
+      fetch(`${registry.url}/ui/api/tokens`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'alice-bearer', repositories: ['team/*'], actions: ['push'] }) });
+    const challenged = await create(await bearerFor(''));
+    assert.equal(challenged.status, 401);
+    assert.match(challenged.headers.get('www-authenticate') ?? '', /scope="repository:team\/x:push"/);
+    const made = await create(await bearerFor('repository:team/x:push'));
+    assert.equal(made.status, 200);
+    assert.equal(((await made.json()) as { token: { owner: string } }).token.owner, 'alice');
+  });
 });
 
 describe('API tokens without the metadata index', () => {
