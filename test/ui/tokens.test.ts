@@ -1,10 +1,12 @@
 /**
  * The tokens page in chromium (htpasswd, the browser's own Basic login): the signed-in person
  * creates a token (its secret shown once, and it pushes), is refused a glob and action they do not
- * have with the reason, sees their tokens, and revokes one.
+ * have with the reason, sees their tokens, and revokes one. With the built-in issuer (the
+ * interface's sign-in form), the page gets the Bearer token a new token's rights need.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -73,5 +75,38 @@ describe('web interface: API tokens page', needBrowser(), () => {
     assert.equal(await page.locator('tr[data-token="ci-web"] button').count(), 0);
     // the refused create is the one failed request
     assert.deepEqual(problems.filter((p) => !/403/.test(p)), []);
+  });
+
+  it('with the built-in issuer: signs in through the form and creates a token', async () => {
+    const key = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    await writeFile(join(work, 'issuer.key'), key.privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    const issuing = await startBerth({
+      metadata: { enabled: true },
+      auth: {
+        htpasswd: { realm: 'berth', path: join(work, 'htpasswd') },
+        token: { autoredirect: true, service: 'berth-ui-tokens', issuer: { name: 'berth-ui-tokens', enabled: true, signingkey: join(work, 'issuer.key') } },
+        access: { 'team/*': { alice: ['pull', 'push'] }, '**': { '*': ['pull'] } },
+      },
+    });
+    try {
+      const { page, problems } = await openPage(browser);
+      await page.goto(`${issuing.url}/ui/login`);
+      await page.getByLabel('Username').fill('alice');
+      await page.getByLabel('Password').fill('alice-pw');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('link', { name: 'API tokens' }).click();
+      await page.getByText('You have no API tokens.').waitFor();
+      await page.fill('#token-name', 'ci-bearer');
+      await page.fill('#token-repositories', 'team/*');
+      await page.check('input[name=push]');
+      await page.click('#new-token button[type=submit]');
+      await page.locator('#created-token').waitFor();
+      assert.match(await page.locator('#copy-secret').innerText(), /^berth_/);
+      await page.locator('tr[data-token="ci-bearer"]').waitFor();
+      // the first POST is challenged for the scope the new token needs (then sent again with it)
+      assert.deepEqual(problems.filter((p) => !/401/.test(p)), []);
+    } finally {
+      await issuing.stop();
+    }
   });
 });
