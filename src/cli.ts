@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** The `berth` command: serve, config check|schema, garbage-collect, verify, index rebuild, uploads purge, replicate, audit export (one file each in src/cli/). Exit codes: 0 done, 1 failed, 2 bad usage. */
+/** The `berth` command: serve, config check|schema, garbage-collect, verify, index rebuild, uploads purge, replicate, token, audit export (one file each in src/cli/). Exit codes: 0 done, 1 failed, 2 bad usage. */
 import './runtime/startup-heap.js'; // first: it holds the young generation while the others load
 import { paceShortLivedBuffers } from './runtime/gc-pacing.js';
 import { ConfigError } from './config/load.js';
@@ -14,6 +14,7 @@ import { verifyStorage } from './cli/verify.js';
 import { indexCommand } from './cli/metadata-index.js';
 import { replicateCommand } from './cli/replicate.js';
 import { auditCommand } from './cli/audit.js';
+import { tokenCommand } from './cli/token.js';
 
 const HELP_FLAGS = new Set(['-h', '--help']);
 
@@ -55,6 +56,8 @@ async function main(argv: string[]): Promise<number> {
       return replicateCommand(rest);
     case 'audit':
       return auditCommand(rest);
+    case 'token':
+      return tokenCommand(rest);
     case '-v':
     case '--version':
     case 'version':

@@ -6,7 +6,8 @@
  *
  * Access controllers: none (everyone may do everything), htpasswd (Basic, optionally limited by
  * auth.access), token (Bearer JWTs, optionally issued by berth itself). With htpasswd, a Basic
- * password that is a JWT of an issuer of auth.federation is checked by federation.ts instead.
+ * password that is a JWT of an issuer of auth.federation is checked by federation.ts instead, and
+ * an API token's (api-tokens.ts: its own grant) before both.
  * With auth.oidc, a request without credentials whose cookie holds a web interface session is
  * decided for its user and groups (oidc/).
  */
@@ -17,6 +18,7 @@ import { systemClock, type Clock } from '../scheduler/clock.js';
 import type { AuthRequest, CallerGrant } from './request.js';
 import { CATALOG_ACCESS, formatScope, toScopes, type AccessRequest, type Grant } from './access.js';
 import { Federation } from './federation.js';
+import type { ApiTokens, OwnerRights } from './api-tokens.js';
 import { Htpasswd } from './htpasswd.js';
 import { failedLoginBuckets, LoginGuard } from './login-guard.js';
 import type { AuthOptions } from './options.js';
@@ -36,6 +38,8 @@ export interface Auth {
   issuer: TokenIssuer | undefined;
   /** the web interface's single sign-on (auth.oidc) */
   signIn: OidcSignIn | undefined;
+  /** API tokens, when the metadata index is on (the web interface's tokens page manages them) */
+  tokens: ApiTokens | undefined;
   /** the path (below http.prefix) the issuer answers on */
   issuerPath: string | undefined;
   limiter: RateLimiter | undefined;
@@ -57,6 +61,8 @@ export interface AuthContext {
   secret?: string;
   /** the audit log, when on: for the credential checks' own records (API tokens, federation); the edge records sign-ins and refusals */
   audit?: AuditSink;
+  /** API tokens (the metadata index's): tried first for Basic credentials whose password is a token's secret */
+  tokens?: ApiTokens;
 }
 
 export function createAuth(options: AuthOptions, context: AuthContext): Auth {
@@ -70,6 +76,15 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
   const loginBuckets = htpasswd && failed ? (context.sharedLimiter?.(failed) ?? new MemoryRateLimiter(perProcess(failed, context.processes ?? 1))) : undefined;
   const guard = htpasswd && new LoginGuard(loginBuckets);
   const federation = htpasswd && auth?.federation ? new Federation(auth.federation, { logger, clock, audit: context.audit }) : undefined;
+  const tokens = htpasswd ? context.tokens : undefined;
+  // a token a person created never does more than they may now, with the groups they had when they created it
+  const ownerRights: OwnerRights = (owner, groups, request) => policy.allows(owner, request, groups);
+  /** Basic credentials that are an API token's: its grant, or 401 with the reason; undefined: not a token's */
+  const tokenLogin = async (user: string, password: string, address: string, challenge: Record<string, string>) => {
+    const login = await tokens?.login(user, password, address, guard, ownerRights);
+    if (login && 'refused' in login) throw new RegistryError('UNAUTHORIZED', login.refused, { headers: challenge });
+    return login?.grant;
+  };
   let issuer: TokenIssuer | undefined;
   let authorize: Auth['authorize'];
 
@@ -87,6 +102,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
         guard: guard!,
         federation,
         policy,
+        tokens: tokens && ((user, password, address) => tokens.login(user, password, address, guard, ownerRights)),
         realm: auth.htpasswd!.realm,
       });
       keys.set(issuer.kid, issuer.publicKey);
@@ -112,6 +128,10 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
         if (!(err instanceof TokenError)) throw err;
         throw new RegistryError('UNAUTHORIZED', err.message, { headers: challenge('invalid_token') });
       }
+      // issued for an API token: refused as soon as the token is revoked or expires, not when the JWT does
+      if (grant.apiToken && !(await tokens?.live(grant.user ?? ''))) {
+        throw new RegistryError('UNAUTHORIZED', `the API token ${JSON.stringify(grant.user)} was revoked or expired`, { headers: challenge('invalid_token') });
+      }
       const missing = needed.filter((r) => !grant.allows(r));
       if (missing.length > 0) {
         throw new RegistryError('UNAUTHORIZED', `the token does not grant ${toScopes(missing).map(formatScope).join(' ')}`, {
@@ -122,8 +142,8 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
       // what the catalog and the web interface list: everything with the catalog scope; else the
       // repositories the token may pull and, with the built-in issuer, those auth.access lets its user pull
       const pulls = (name: string): AccessRequest => ({ type: 'repository', name, action: 'pull' });
-      const lists = (name: string) => grant.allows(CATALOG_ACCESS) || grant.allows(pulls(name)) || (issuer !== undefined && policy.allows(grant.user, pulls(name)));
-      return { user: grant.user, allows: (r) => grant.allows(r), lists };
+      const lists = (name: string) => grant.allows(CATALOG_ACCESS) || grant.allows(pulls(name)) || (issuer !== undefined && !grant.apiToken && policy.allows(grant.user, pulls(name)));
+      return { user: grant.user, allows: (r) => grant.allows(r), lists, apiToken: grant.apiToken };
     };
   } else if (htpasswd) {
     const realm = auth!.htpasswd!.realm;
@@ -135,6 +155,8 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
       if (req.authorization !== undefined) {
         const creds = parseBasic(req.authorization);
         if (!creds) throw new RegistryError('UNAUTHORIZED', 'malformed Authorization header: expected Basic credentials', { headers: challenge });
+        const token = await tokenLogin(creds.user, creds.password, req.address, challenge);
+        if (token) return apiTokenCaller(token, req.needed);
         own = await federation?.login(creds, req.address, guard!, (message) => new RegistryError('UNAUTHORIZED', message, { headers: challenge }));
         if (!own && !(await guard!.verify(creds.user, req.address, () => htpasswd.verify(creds.user, creds.password)))) {
           throw new RegistryError('UNAUTHORIZED', 'invalid username or password', { headers: challenge });
@@ -165,6 +187,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
     authorize,
     issuer,
     signIn,
+    tokens,
     issuerPath: issuer ? auth!.token!.autoredirectpath : undefined,
     limiter,
     limitBy: options.ratelimit?.by ?? 'ip',
@@ -173,6 +196,13 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
       await loginBuckets?.close();
     },
   };
+}
+
+/** an API token's grant as the caller's: 403 for what it lacks */
+function apiTokenCaller(grant: Grant, needed: AccessRequest[]): CallerGrant {
+  const denied = needed.filter((r) => !grant.allows(r));
+  if (denied.length > 0) throw denial(grant.user, denied);
+  return { user: grant.user, allows: (r) => grant.allows(r), lists: (name) => grant.allows({ type: 'repository', name, action: 'pull' }), apiToken: true };
 }
 
 function denial(user: string | undefined, denied: AccessRequest[]): RegistryError {

@@ -2,8 +2,8 @@
  * The built-in token issuer (`auth.token.issuer.enabled`): Distribution's token protocol served by
  * berth itself, so one process gives docker, podman and skopeo real token authentication.
  *
- * - `GET <path>?service=&scope=&scope=...` with optional Basic credentials (checked against
- *   auth.htpasswd): a token granting the requested scopes as far as auth.access allows them.
+ * - `GET <path>?service=&scope=&scope=...` with optional Basic credentials (an API token's, else
+ *   checked against auth.htpasswd): a token granting the requested scopes as far as auth.access allows them.
  *   No credentials: a token with what `anonymous` may do. Wrong credentials: 401.
  * - `POST <path>` (OAuth2, form encoded): `grant_type=password` (username, password) or
  *   `grant_type=refresh_token` (refresh_token); `access_type=offline` also returns a refresh token.
@@ -26,8 +26,9 @@ import { CATALOG_ACCESS, parseScope, REPOSITORY_ACTIONS, type RepositoryAction, 
 import type { Federation } from './federation.js';
 import type { Htpasswd } from './htpasswd.js';
 import type { LoginGuard } from './login-guard.js';
+import type { ApiTokenGrant, TokenLogin } from './api-tokens.js';
 import type { AccessPolicy } from './policy.js';
-import { LEEWAY_SECONDS } from './token.js';
+import { API_TOKEN_CLAIM, LEEWAY_SECONDS } from './token.js';
 
 export interface IssuerOptions {
   issuer: string;
@@ -42,8 +43,22 @@ export interface IssuerOptions {
   /** JWTs of external issuers accepted as passwords */
   federation?: Federation;
   policy: AccessPolicy;
+  /** API tokens (auth/api-tokens.ts), tried before htpasswd; undefined without the metadata index */
+  tokens?: (user: string, password: string, address: string) => Promise<TokenLogin | undefined>;
   /** Basic challenge realm for wrong credentials */
   realm: string;
+}
+
+/** who logged in: an htpasswd user, an API token (its name) with its own grant, or a federated JWT's subject with its rule's rights */
+interface Login {
+  user: string;
+  token?: ApiTokenGrant;
+  federated?: CredentialRights;
+}
+
+/** a refresh token is bound to an htpasswd entry: an API token's client keeps the secret (which revocation stops), a CI job its JWT */
+function refreshable(login: Login | undefined): boolean {
+  return login !== undefined && !login.token && !login.federated;
 }
 
 export interface TokenResponse {
@@ -74,17 +89,15 @@ export class TokenIssuer {
   /** GET: Basic credentials (or none) and the requested scopes */
   async fromBasic(params: URLSearchParams, authorization: string | undefined, address: string): Promise<TokenResponse> {
     this.checkService(params.get('service'));
-    const scopes = params.getAll('scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
-    let user: string | undefined;
+    let login: Login | undefined;
     if (authorization !== undefined) {
       const creds = parseBasic(authorization);
-      const federated = creds && (await this.options.federation?.login(creds, address, this.options.guard, (message) => this.badCredentials(message)));
-      if (federated) return this.issue(federated.user, scopes, false, undefined, federated);
-      if (!creds || !(await this.checkPassword(creds.user, creds.password, address))) throw this.badCredentials();
-      user = creds.user;
+      if (!creds) throw this.badCredentials();
+      login = await this.checkPassword(creds.user, creds.password, address, (message) => this.badCredentials(message));
     }
     const offline = params.get('offline_token') === 'true';
-    return this.issue(user, scopes, offline && user !== undefined);
+    const scopes = params.getAll('scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
+    return this.issue(login, scopes, offline && refreshable(login));
   }
 
   /** POST: the OAuth2 password and refresh_token grants */
@@ -96,14 +109,12 @@ export class TokenIssuer {
     if (grant === 'password') {
       const user = form.get('username') ?? '';
       const password = form.get('password') ?? '';
-      const federated = await this.options.federation?.login({ user, password }, address, this.options.guard, (message) => new InvalidGrant(message));
-      if (federated) return this.issue(federated.user, scopes, false, undefined, federated);
-      if (!(await this.checkPassword(user, password, address))) throw new InvalidGrant('invalid username or password');
-      return this.issue(user, scopes, offline);
+      const login = await this.checkPassword(user, password, address, (message) => new InvalidGrant(message));
+      return this.issue(login, scopes, offline && refreshable(login));
     }
     if (grant === 'refresh_token') {
       const user = await this.verifyRefresh(form.get('refresh_token') ?? '');
-      return this.issue(user, scopes, false, form.get('refresh_token') ?? undefined);
+      return this.issue({ user }, scopes, false, form.get('refresh_token') ?? undefined);
     }
     throw new TokenRequestError('UNSUPPORTED', `grant_type must be "password" or "refresh_token", got ${JSON.stringify(grant)}`);
   }
@@ -121,10 +132,13 @@ export class TokenIssuer {
     });
   }
 
-  /** the requested scopes cut down to what the user may do by auth.access, or by the credential's own rights */
-  grantedScopes(user: string | undefined, requested: string[], own?: CredentialRights): Scope[] {
+  /** the requested scopes cut down to what the user may do by auth.access, or by the credential's own rights (an API token's, a federated JWT's rule) */
+  grantedScopes(login: Login | undefined, requested: string[]): Scope[] {
+    const user = login?.user;
+    const own = login?.token ?? login?.federated;
     const granted: Scope[] = [];
-    const pullsEverything = own ? own.pullsEverything() : user !== undefined && this.options.policy.pullsEverything(user);
+    // an API token never lists the whole catalog; a federated rule does when it may pull everything
+    const pullsEverything = login?.token ? false : login?.federated ? login.federated.pullsEverything() : user !== undefined && this.options.policy.pullsEverything(user);
     for (const text of requested) {
       const scope = parseScope(text);
       if (!scope) continue;
@@ -140,10 +154,11 @@ export class TokenIssuer {
     return granted;
   }
 
-  private async issue(user: string | undefined, requested: string[], withRefresh: boolean, refreshToken?: string, own?: CredentialRights): Promise<TokenResponse> {
+  private async issue(login: Login | undefined, requested: string[], withRefresh: boolean, refreshToken?: string): Promise<TokenResponse> {
+    const user = login?.user;
     const now = Math.floor(Date.now() / 1000);
     const expiresIn = Math.max(1, Math.floor(this.options.expirationMs / 1000));
-    const token = await new SignJWT({ access: this.grantedScopes(user, requested, own) })
+    const token = await new SignJWT({ access: this.grantedScopes(login, requested), ...(login?.token ? { [API_TOKEN_CLAIM]: true } : {}) })
       .setProtectedHeader({ alg: this.alg, kid: this.kid, typ: 'JWT' })
       .setIssuer(this.options.issuer)
       .setAudience(this.options.service)
@@ -159,8 +174,15 @@ export class TokenIssuer {
     return out;
   }
 
-  private checkPassword(user: string, password: string, address: string): Promise<boolean> {
-    return this.options.guard.verify(user, address, () => this.options.htpasswd.verify(user, password));
+  /** an API token's credentials first, then a federated JWT, then htpasswd; `refuse` makes the error for wrong ones */
+  private async checkPassword(user: string, password: string, address: string, refuse: (message: string) => Error): Promise<Login> {
+    const token = await this.options.tokens?.(user, password, address);
+    if (token && 'refused' in token) throw refuse(token.refused);
+    if (token) return { user, token: token.grant };
+    const federated = await this.options.federation?.login({ user, password }, address, this.options.guard, refuse);
+    if (federated) return { user: federated.user, federated };
+    if (!(await this.options.guard.verify(user, address, () => this.options.htpasswd.verify(user, password)))) throw refuse('invalid username or password');
+    return { user };
   }
 
   private refreshAudience(): string {

@@ -22,4 +22,6 @@ export interface CallerGrant extends Grant {
   lists(name: string): boolean;
   /** a Set-Cookie for the response: the session, its groups read again from the provider */
   setCookie?: string;
+  /** the caller is an API token (which may not manage API tokens) */
+  apiToken?: boolean;
 }

@@ -33,10 +33,15 @@ export interface TokenVerifierOptions {
   keys?: Map<string, KeyObject>;
 }
 
+/** the claim the built-in issuer marks a token issued for an API token with (auth/api-tokens.ts) */
+export const API_TOKEN_CLAIM = 'berth_api_token';
+
 export class TokenGrant implements Grant {
   constructor(
     readonly user: string | undefined,
     readonly access: Scope[],
+    /** issued for an API token (its name is `user`): valid only while that token is */
+    readonly apiToken = false,
   ) {}
 
   allows(request: AccessRequest): boolean {
@@ -98,7 +103,7 @@ export class TokenVerifier {
         clockTolerance: LEEWAY_SECONDS,
         requiredClaims: ['exp'],
       });
-      return new TokenGrant(typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : undefined, parseAccessClaim(payload.access));
+      return new TokenGrant(typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : undefined, parseAccessClaim(payload.access), payload[API_TOKEN_CLAIM] === true);
     } catch (err) {
       if (err instanceof TokenError) throw err;
       if (err instanceof joseErrors.JWTExpired) throw new TokenError('token expired');

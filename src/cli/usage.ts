@@ -29,6 +29,13 @@ export const COMMANDS: Record<string, string> = {
   audit: `berth audit export [--since WHEN] [--until WHEN] [--repository R] [--actor A] [--action X] CONFIG.yml
     print the audit log's records as JSON lines, oldest first; WHEN is a duration ago (24h, the
     default for --since) or a time (2026-11-26T00:00:00Z)`,
+  token: `berth token create --name NAME --repository GLOB [--repository GLOB] --actions pull,push[,delete] [--expires 90d] CONFIG.yml
+    create an API token (a robot account) and print its secret, once: the token's name is the user
+    and the secret the password of docker login, podman login and skopeo --creds
+  berth token list CONFIG.yml
+    every API token: its state, globs, actions, owner, expiry and last use (never its secret)
+  berth token revoke NAME CONFIG.yml
+    revoke it: every instance refuses it within a few seconds`,
   uploads: `berth uploads purge [--older-than DURATION] [--dry-run] CONFIG.yml
     delete the uploads started longer ago than DURATION (default: storage.maintenance.uploadpurging.age)`,
 };

@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { AuditSink } from '../audit/record.js';
+import type { ApiTokens } from '../auth/api-tokens.js';
 import type { BucketOptions, RateLimiter } from '../auth/ratelimit.js';
 import type { AuditReads, BrowseReads, Pages, RequestMetrics } from '../http/context.js';
 import type { HealthMonitor } from '../health/monitor.js';
@@ -95,6 +96,8 @@ export interface FeatureParts {
   audit?: AuditSink;
   /** the audit log's reads for the web interface */
   auditReads?: AuditReads;
+  /** API tokens, kept in the metadata index (authentication tries them for Basic credentials) */
+  apiTokens?: ApiTokens;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */

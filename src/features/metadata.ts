@@ -62,11 +62,13 @@ export const metadataFeature: Feature<MetadataConfig & AuditConfig> = {
       import('../registry/indexing/reconcile.js'),
       import('../metadata/pulls.js'),
     ]);
-    const [{ Browse }, { UsageReads }, { SearchReads }, { HistoryReads }] = await Promise.all([
+    const [{ Browse }, { UsageReads }, { SearchReads }, { HistoryReads }, { ApiTokenRecords }, { ApiTokens, LAST_USE_FLUSH_MS }] = await Promise.all([
       import('../metadata/browse.js'),
       import('../metadata/usage.js'),
       import('../metadata/search.js'),
       import('../metadata/history.js'),
+      import('../metadata/api-tokens.js'),
+      import('../auth/api-tokens.js'),
     ]);
     const browse = { browse: new Browse(index.db), usage: new UsageReads(index.db, index.engine, () => scheduler.clock.now()), search: new SearchReads(index.db), history: new HistoryReads(index.db), inSync: () => listingSource.inSync() };
     const listingSource = new ListingSource(new IndexListings(index.db), async () => (await index.state(REBUILT_KEY)) !== undefined, logger);
@@ -79,6 +81,13 @@ export const metadataFeature: Feature<MetadataConfig & AuditConfig> = {
       if (!closing) stopFlushing = scheduler.clock.after(FLUSH_MS, () => void pulls.flush().catch(flushFailed).finally(flushLater));
     };
     flushLater();
+    const apiTokens = new ApiTokens(new ApiTokenRecords(index.db), scheduler.clock);
+    const usesFailed = (err: unknown) => logger.warn({ err }, "could not write API tokens' last uses to the metadata index (kept for the next flush)");
+    let stopUses = () => {};
+    const usesLater = () => {
+      if (!closing) stopUses = scheduler.clock.after(LAST_USE_FLUSH_MS, () => void apiTokens.flushUses().catch(usesFailed).finally(usesLater));
+    };
+    usesLater();
     const last = { passes: 0, lastRead: 0, lastSkipped: 0, lastDropped: 0, lastFailed: 0, lastFinishedSeconds: 0 };
     // the audit log lives in this database (features/audit.ts)
     const audit = auditEnabled(config) ? await loadAudit(config, index.db, { scheduler, logger }) : undefined;
@@ -90,6 +99,7 @@ export const metadataFeature: Feature<MetadataConfig & AuditConfig> = {
       listingSource,
       pulls,
       browse,
+      apiTokens,
       attach({ driver }) {
         audit?.attach(driver);
         // storage written without the index telling (a crash, Distribution on a shared root) shows within the interval
@@ -105,7 +115,9 @@ export const metadataFeature: Feature<MetadataConfig & AuditConfig> = {
       async close() {
         closing = true;
         stopFlushing();
+        stopUses();
         await pulls.flush().catch((err: unknown) => logger.warn({ err }, 'could not write the last pull counts to the metadata index'));
+        await apiTokens.flushUses().catch(usesFailed);
         await audit?.close();
         await index.close();
       },

@@ -4,6 +4,7 @@
  * each step once). A step is never edited once released: a change is a new step.
  */
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { apiTokensStep } from './api-tokens-migration.js';
 import { browseStep } from './browse-migration.js';
 import { figuresStep } from './figures-migration.js';
 import { auditStep } from './audit-migration.js';
@@ -161,6 +162,7 @@ export function migrator(db: Kysely<any>, engine: Engine): Migrator {
       '0004_browse': browseStep(engine === 'postgres'),
       '0005_repository_versions': storageVersions(engine),
       '0006_image_figures': figuresStep(engine === 'postgres'),
+      '0007_api_tokens': apiTokensStep(engine === 'postgres'),
       '0008_audit': auditStep(engine === 'postgres'),
     }),
   };

@@ -105,6 +105,25 @@ export interface AuditLogTable {
   detail: string | null;
 }
 
+/** step 0007 (api-tokens-migration.ts): API tokens, with their secrets' SHA-256 only */
+export interface ApiTokensTable {
+  name: string;
+  /** base64url SHA-256 of the secret */
+  secret_hash: string;
+  /** JSON array of repository globs */
+  repositories: string;
+  /** JSON array of `pull`, `push`, `delete` */
+  actions: string;
+  /** the person who created it in the web interface; null from the command line */
+  owner: string | null;
+  /** JSON array of the owner's groups when known; null otherwise */
+  owner_groups: string | null;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+
 export interface Database {
   repositories: RepositoriesTable;
   manifests: ManifestsTable;
@@ -116,4 +135,5 @@ export interface Database {
   index_state: IndexStateTable;
   repository_versions: RepositoryVersionsTable;
   audit_log: AuditLogTable;
+  api_tokens: ApiTokensTable;
 }

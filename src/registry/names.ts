@@ -32,6 +32,13 @@ export function checkTag(tag: string): string {
   return tag;
 }
 
+/** `**`, `team/*`, `team/app`: what auth.access, policies and API tokens take (config/schema.ts checks the same) */
+const GLOB = /^(\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*(?:\/(?:\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*))*)$/;
+
+export function isRepositoryGlob(glob: string): boolean {
+  return glob.length <= MAX_NAME_LENGTH && GLOB.test(glob);
+}
+
 /**
  * a repository glob as a regular expression: `*` matches within one path component, a `**`
  * component any number of them (`team/*`, `team/**`, `**`); used by auth.access and retention

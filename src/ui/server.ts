@@ -10,6 +10,7 @@ import { RegistryError } from '../registry/errors.js';
 import { serveAPI, type RegistryState } from './api.js';
 import { indexPage, type loadAssets } from './assets.js';
 import { serveSignIn, SIGN_IN_PATHS } from './sign-in.js';
+import { isTokensPath, serveTokens } from './tokens.js';
 import type { PageSettings } from './wire.js';
 
 /** no inline script or style, nothing from elsewhere, never inside a frame */
@@ -37,6 +38,7 @@ export function uiPages(built: Awaited<ReturnType<typeof loadAssets>>, settings:
     async serve(req, reply, path, services) {
       const signIn = services.auth.signIn;
       if (signIn && SIGN_IN_PATHS.has(path)) return serveSignIn(req, reply, path, signIn, settings.prefix);
+      if (isTokensPath(path)) return serveTokens(req, reply, path, services);
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         reply.header('allow', 'GET, HEAD');
         throw new RegistryError('UNSUPPORTED', `${req.method} is not supported by the web interface; it changes the registry through the V2 API`);

@@ -12,6 +12,7 @@ import { Registry } from './views/registry';
 import { Repositories } from './views/repositories';
 import { Repository } from './views/repository';
 import { SignInLinks } from './sign-in';
+import { Tokens } from './views/tokens';
 import './style.css';
 
 function Content({ view }: { view: View }) {
@@ -28,6 +29,8 @@ function Content({ view }: { view: View }) {
       return <Audit filter={view.filter} last={view.last} />;
     case 'login':
       return <Login next={view.next} />;
+    case 'tokens':
+      return <Tokens />;
     case 'missing':
       return (
         <section>
@@ -50,6 +53,8 @@ function title(view: View): string {
       return 'Audit log';
     case 'login':
       return 'Sign in';
+    case 'tokens':
+      return 'API tokens';
     default:
       return 'Repositories';
   }
@@ -78,6 +83,7 @@ function App() {
           <Link href={href('/')} aria-current={view.kind === 'repositories' ? 'page' : undefined}>Repositories</Link>
           <Link href={href('/registry')} aria-current={view.kind === 'registry' ? 'page' : undefined}>Registry</Link>
           <Link href={href('/audit')} aria-current={view.kind === 'audit' ? 'page' : undefined}>Audit</Link>
+          {user && <Link href={href('/tokens')} aria-current={view.kind === 'tokens' ? 'page' : undefined}>API tokens</Link>}
           {settings.signIn && <SignInLinks user={user} />}
           {settings.auth === 'token' && !settings.signIn &&
             (user ? (

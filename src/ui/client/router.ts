@@ -11,6 +11,7 @@ export type View =
   | { kind: 'registry' }
   | { kind: 'audit'; filter: { repository?: string; actor?: string; action?: string }; last?: string }
   | { kind: 'login'; next?: string }
+  | { kind: 'tokens' }
   | { kind: 'missing'; path: string };
 
 const MANIFEST_PATH = /^\/repositories\/(.+)\/manifests\/([^/]+)$/;
@@ -23,6 +24,7 @@ export function parseView(pathname: string, search: string): View {
   if (path === '/' || path === '') return { kind: 'repositories', q: query.get('q') ?? '', last };
   if (path === '/registry') return { kind: 'registry' };
   if (path === '/audit') return { kind: 'audit', filter: { repository: query.get('repository') || undefined, actor: query.get('actor') || undefined, action: query.get('action') || undefined }, last };
+  if (path === '/tokens') return { kind: 'tokens' };
   if (path === '/login') return { kind: 'login', next: query.get('next') ?? undefined };
   // a path ending in `/manifests/<one segment>` is a manifest (the name is everything before that
   // last `/manifests/`); a repository whose own name ends so is written with its last `/` as %2F
