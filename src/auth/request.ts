@@ -22,6 +22,8 @@ export interface CallerGrant extends Grant {
   lists(name: string): boolean;
   /** a Set-Cookie for the response: the session, its groups read again from the provider */
   setCookie?: string;
+  /** a signed-in person's groups (auth.oidc): an API token they create keeps them */
+  groups?: string[];
   /** the caller is an API token (which may not manage API tokens) */
   apiToken?: boolean;
 }

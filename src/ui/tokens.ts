@@ -85,6 +85,7 @@ async function create(req: FastifyRequest, services: Services, tokens: ApiTokens
       actions,
       ...(typeof input.expires === 'number' ? { expiresInMs: input.expires * DAY_MS } : {}),
       owner: person.user!,
+      ...(person.groups !== undefined ? { ownerGroups: person.groups } : {}),
     });
     return { token, secret };
   } catch (err) {

@@ -36,6 +36,7 @@ export function withSessions(
       allows: (r) => policy.allows(user, r, groups),
       lists: (name) => policy.allows(user, { type: 'repository', name, action: 'pull' }, groups),
       setCookie: session.renewed,
+      groups: [...groups],
     };
   };
 }
