@@ -1,18 +1,21 @@
 /**
  * `berth token create|list|revoke`: API tokens (src/auth/api-tokens.ts) in the metadata database.
  * `create` prints the secret once; only its hash is kept. Created here, a token has no owner: it
- * is limited by its globs and actions alone.
+ * is limited by its globs and actions alone. Creating and revoking are recorded in the audit log
+ * when it is on.
  */
 import { userInfo } from 'node:os';
-import type { AuditSink } from '../audit/record.js';
+import type { BatchedAuditSink } from '../audit/sink.js';
 import { ApiTokenProblem, type TokenView } from '../auth/api-tokens.js';
 import { loadConfig } from '../config/load.js';
+import { auditEnabled } from '../features/audit.js';
 import { openMetadataIndex } from '../features/metadata.js';
+import type { MetadataIndex } from '../metadata/metadata-index.js';
 import { systemClock } from '../scheduler/clock.js';
 import { parseTokenArgs } from './token-args.js';
 import { USAGE } from './usage.js';
 
-export async function tokenCommand(argv: string[], audit?: AuditSink): Promise<number> {
+export async function tokenCommand(argv: string[]): Promise<number> {
   const args = parseTokenArgs(argv);
   if (typeof args === 'string') {
     console.error(`berth token: ${args}\n${USAGE}`);
@@ -24,6 +27,7 @@ export async function tokenCommand(argv: string[], audit?: AuditSink): Promise<n
     return 1;
   }
   const index = await openMetadataIndex(config);
+  const audit = auditEnabled(config) ? await commandAudit(index.db) : undefined;
   try {
     const [{ ApiTokenRecords, DuplicateTokenName }, { ApiTokens }] = await Promise.all([import('../metadata/api-tokens.js'), import('../auth/api-tokens.js')]);
     const tokens = new ApiTokens(new ApiTokenRecords(index.db), systemClock, audit);
@@ -58,8 +62,20 @@ export async function tokenCommand(argv: string[], audit?: AuditSink): Promise<n
       }
     }
   } finally {
-    await index.close();
+    await close(audit, index);
   }
+}
+
+/** the audit records first: they are written into the index's database */
+async function close(audit: BatchedAuditSink | undefined, index: MetadataIndex): Promise<void> {
+  await audit?.close();
+  await index.close();
+}
+
+/** the audit log's sink for this one command (its records are written at close) */
+async function commandAudit(db: MetadataIndex['db']): Promise<BatchedAuditSink> {
+  const [{ AuditLog }, { BatchedAuditSink }] = await Promise.all([import('../metadata/audit.js'), import('../audit/sink.js')]);
+  return new BatchedAuditSink(new AuditLog(db), systemClock);
 }
 
 /** who ran the command, for the audit record: the operating system's user */

@@ -8,12 +8,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { ApiTokenRecords } from '../../src/metadata/api-tokens.js';
+import { AuditLog } from '../../src/metadata/audit.js';
 import { openDatabase } from '../../src/metadata/open.js';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { REPO_ROOT, startBerthProcess, type BerthProcess } from '../helpers/berth-process.js';
@@ -124,6 +125,15 @@ describe('berth token and two instances on one root', () => {
     const twice = await berthToken('revoke', 'dup', config);
     assert.equal(twice.code, 1);
     assert.match(twice.stderr, /API token "dup" was revoked already/);
+    // the command records what it changed in the audit log (the failed attempts change nothing)
+    const { db } = await openDatabase({ sqlite: { path: join(root, 'berth/metadata.sqlite') } });
+    try {
+      const rows = await new AuditLog(db).page({ actor: `cli:${userInfo().username}` }, { newest: false, limit: 100 });
+      const dup = rows.filter((r) => r.target === 'dup').map((r) => [r.action, r.outcome]);
+      assert.deepEqual(dup, [['token.create', 'ok'], ['token.revoke', 'ok']]);
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('says so without a metadata database', async () => {
