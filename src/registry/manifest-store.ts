@@ -49,6 +49,34 @@ export interface ManifestStoreOptions {
   shared?: SharedCache;
   /** the metadata index, told of every manifest stored or deleted after storage (indexing/sink.ts) */
   index?: IndexSink;
+  /** the policies asked before a push or a delete (src/policies/): tags that never move, quotas */
+  guard?: ManifestGuard;
+}
+
+/**
+ * What the core asks the policies (src/policies/ implements it, features/policies.ts plugs it in):
+ * which tags never move, and whether a push fits its quotas. Denials are RegistryErrors the guard
+ * builds (and records); the core throws them.
+ */
+export interface ManifestGuard {
+  /** the rule that keeps `tag` of `name` from moving or being deleted (naming the policy and the tag glob); undefined when none does */
+  fixedTag(name: string, tag: string): string | undefined;
+  /** the denial of a tag move or a delete that `rule` forbids */
+  refused(refusal: Refusal): RegistryError;
+  /** runs `store` when the push fits every quota of `name`, one push per quota scope at a time; throws the denial when it does not */
+  admit<T>(name: string, push: Push, store: () => Promise<T>): Promise<T>;
+}
+
+/** a write a tag rule forbids: moving `tag` from one digest to another, or deleting the manifest it names */
+export type Refusal = { name: string; tag: string; rule: string; actor?: string } & ({ move: { from: Digest; to: Digest } } | { delete: Digest });
+
+/** what a manifest PUT adds: the manifest and the blobs it references */
+export interface Push {
+  digest: Digest;
+  /** the manifest's own bytes */
+  size: number;
+  blobs: readonly Digest[];
+  actor?: string;
 }
 
 /** default bound of the manifest content kept in memory */
@@ -91,8 +119,23 @@ export class ManifestStore {
     checkAgainstURL(manifest, name, reference);
     if (this.options.urlPolicy) checkLayerURLs(manifest, this.options.urlPolicy);
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
+    const applied = 'tag' in reference ? [reference.tag, ...tags] : tags;
+    const guard = this.options.guard;
+    const fixed = new Map(applied.flatMap((tag) => (guard?.fixedTag(name, tag) ? [[tag, guard.fixedTag(name, tag)!]] : [])));
+    // refused before anything is written; checked again under the tag's lock (TagStore.tagOnce)
+    for (const [tag, rule] of fixed) {
+      const current = await this.tags.resolve(name, tag);
+      if (current !== undefined && current !== manifest.digest) throw guard!.refused({ name, tag, rule, actor: pushedBy, move: { from: current, to: manifest.digest } });
+    }
+    const store = () => this.storeManifest(name, manifest, body, algorithm, applied, fixed, pushedBy);
+    const push: Push = { digest: manifest.digest, size: body.length, blobs: manifest.blobs.map((b) => b.digest), actor: pushedBy };
+    await (guard ? guard.admit(name, push, store) : store());
+    return manifest;
+  }
 
-    await this.revisions.run(`${name}@${manifest.digest}`, async () => {
+  /** a validated manifest's writes: content, revision, referrers entry, index, tags (`fixed`: those that never move, with their rule) */
+  private storeManifest(name: string, manifest: ParsedManifest, body: Buffer, algorithm: ReturnType<typeof digestAlgorithm>, applied: readonly string[], fixed: ReadonlyMap<string, string>, pushedBy?: string): Promise<void> {
+    return this.revisions.run(`${name}@${manifest.digest}`, async () => {
       const pushed = new Date((this.options.now ?? Date.now)()).toISOString();
       const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed };
       if (manifest.payload !== body) {
@@ -104,11 +147,13 @@ export class ManifestStore {
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
       const index = this.options.index;
       if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }));
-      const applied = 'tag' in reference ? [reference.tag, ...tags] : tags;
-      for (const tag of applied) await this.tags.tag(name, tag, manifest.digest, pushedBy);
+      for (const tag of applied) {
+        const rule = fixed.get(tag);
+        const other = rule === undefined ? await this.tags.tag(name, tag, manifest.digest, pushedBy) : await this.tags.tagOnce(name, tag, manifest.digest, pushedBy);
+        if (other) throw this.options.guard!.refused({ name, tag, rule: rule!, actor: pushedBy, move: { from: other, to: manifest.digest } });
+      }
       await this.keepWritten(name, manifest, applied, meta, body.length, pushedBy);
     });
-    return manifest;
   }
 
   /**
@@ -172,9 +217,14 @@ export class ManifestStore {
    * the client's retried DELETE removes; the repository stays, with no manifest left in it (see
    * repositories.ts)
    */
-  delete(name: string, digest: Digest): Promise<void> {
+  delete(name: string, digest: Digest, deletedBy?: string): Promise<void> {
     return this.revisions.run(`${name}@${digest}`, async () => {
       const manifest = await this.get(name, { digest });
+      const guard = this.options.guard;
+      for (const tag of guard ? await this.tags.naming(name, digest) : []) {
+        const rule = guard!.fixedTag(name, tag);
+        if (rule) throw guard!.refused({ name, tag, rule, actor: deletedBy, delete: digest });
+      }
       const subject = referencesOf(manifest.content).subject?.digest;
       await keepRepository(this.driver, name);
       await this.tags.untagAll(name, digest);

@@ -112,7 +112,7 @@ export const deleteManifest: Handler<ManifestRoute> = async (req, reply, route, 
   if ('tag' in reference) {
     throw new RegistryError('UNSUPPORTED', `manifests are deleted by digest, not by tag: resolve ${JSON.stringify(reference.tag)} with a HEAD request and DELETE /v2/${route.name}/manifests/<digest>`);
   }
-  await manifests.delete(route.name, reference.digest);
+  await manifests.delete(route.name, reference.digest, grantOf(req).user);
   deleteEvent(req, services, { name: route.name, digest: reference.digest });
   return reply.code(202).header('content-length', 0).send();
 };
