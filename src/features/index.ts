@@ -12,6 +12,7 @@ import { gcFeature } from './gc.js';
 import { expiryFeature } from './expiry.js';
 import { healthFeature } from './health.js';
 import { metadataFeature } from './metadata.js';
+import { policiesFeature } from './policies.js';
 import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
 import { replicationFeature } from './replication.js';
@@ -19,4 +20,4 @@ import { retentionFeature } from './retention.js';
 import { uiFeature } from './ui.js';
 import { uploadPurgeFeature } from './upload-purge.js';
 
-export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, metadataFeature, expiryFeature, retentionFeature, gcFeature, uploadPurgeFeature, replicationFeature, healthFeature, debugFeature, uiFeature] as const;
+export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, metadataFeature, policiesFeature, expiryFeature, retentionFeature, gcFeature, uploadPurgeFeature, replicationFeature, healthFeature, debugFeature, uiFeature] as const;

@@ -82,6 +82,7 @@ export const metadataFeature: Feature<MetadataConfig> = {
     return {
       indexSink: index,
       repositorySink: index,
+      database: index.db,
       listingSource,
       pulls,
       browse,

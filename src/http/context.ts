@@ -7,6 +7,7 @@ import type { HistoryReads } from '../metadata/history.js';
 import type { SearchReads } from '../metadata/search.js';
 import type { UsageReads } from '../metadata/usage.js';
 import type { EventSink } from '../notifications/events.js';
+import type { Quotas } from '../policies/quota.js';
 import type { PullSink } from '../registry/activity.js';
 import type { BlobStore } from '../registry/blobs.js';
 import type { Catalog } from '../registry/catalog.js';
@@ -48,6 +49,8 @@ export interface Services {
   pages?: Pages;
   /** the metadata index's reads for the extensions API and the web interface; undefined: storage-only operation */
   browse?: BrowseReads;
+  /** the quotas (src/policies/quota.ts): blob uploads are refused once one is full; their use for the API */
+  quotas?: Pick<Quotas, 'admitUpload' | 'report'>;
 }
 
 /** what the metadata index answers beyond the V2 API (src/metadata/): listings, usage, search, tag history */

@@ -1,0 +1,52 @@
+/**
+ * The policies as the core asks them (ManifestGuard in registry/manifest-store.ts): immutable tags
+ * and quotas, each denial recorded in the audit log when there is one (action `deny`).
+ */
+import type { AuditSink } from '../audit/record.js';
+import { RegistryError } from '../registry/errors.js';
+import type { ManifestGuard, Push, Refusal } from '../registry/manifest-store.js';
+import { ImmutableTags } from './immutable-tags.js';
+import type { PolicySet } from './match.js';
+import type { Quotas } from './quota.js';
+
+export class PolicyGuard implements ManifestGuard {
+  private readonly tags: ImmutableTags;
+
+  constructor(
+    set: PolicySet,
+    /** undefined when no policy sets a quota */
+    private readonly quotas: Quotas | undefined,
+    private readonly audit?: AuditSink,
+  ) {
+    this.tags = new ImmutableTags(set);
+  }
+
+  fixedTag(name: string, tag: string): string | undefined {
+    return this.tags.rule(name, tag);
+  }
+
+  refused(refusal: Refusal): RegistryError {
+    const { name, tag, rule } = refusal;
+    const error =
+      'move' in refusal
+        ? new RegistryError('DENIED', `tag ${tag} of ${name} is immutable (${rule}): it names ${refusal.move.from} and cannot be moved to ${refusal.move.to}; push a new tag instead`, {
+            detail: { rule, tag, digest: refusal.move.from },
+          })
+        : new RegistryError('DENIED', `manifest ${refusal.delete} of ${name} cannot be deleted: the immutable tag ${tag} names it (${rule})`, { detail: { rule, tag, digest: refusal.delete } });
+    return this.denial(error, { repository: name, actor: refusal.actor, target: tag });
+  }
+
+  admit<T>(name: string, push: Push, store: () => Promise<T>): Promise<T> {
+    return this.quotas ? this.quotas.admit(name, push, store) : store();
+  }
+
+  /** records the denial (the request fails with it either way) */
+  readonly denial = (error: RegistryError, context: { repository: string; actor?: string; target?: string }): RegistryError => {
+    try {
+      this.audit?.record({ actor: context.actor, action: 'deny', repository: context.repository, target: context.target, outcome: 'denied', detail: error.message });
+    } catch {
+      // recording never fails the request (audit/record.ts)
+    }
+    return error;
+  };
+}
