@@ -12,9 +12,12 @@ const PER_QUERY = 500;
 export class QuotaReads {
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** every repository that holds a manifest (one holding only blob links is a push in progress) */
+  /**
+   * every repository that holds a manifest now (one holding only blob links is a push in progress;
+   * one whose manifests were all deleted stays in the catalog but no longer counts)
+   */
   async repositoriesWithManifests(): Promise<string[]> {
-    return (await this.db.selectFrom('repositories').select('name').where('has_manifests', '=', 1).execute()).map((r) => r.name);
+    return (await this.db.selectFrom('manifests').select('repository').distinct().execute()).map((r) => r.repository);
   }
 
   /** the distinct manifests of these repositories and their bytes */

@@ -10,6 +10,8 @@ import { after, describe, it } from 'node:test';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { buildImage, pushContent, pushImage, pushImageOK, putManifest, type Image } from '../helpers/images.js';
 import { ConfigError } from '../../src/config/errors.js';
+import { openMetadataIndex } from '../../src/features/metadata.js';
+import { collectGarbage } from '../../src/registry/gc/index.js';
 
 const registries: TestRegistry[] = [];
 after(async () => {
@@ -96,6 +98,30 @@ describe('quotas', () => {
     await Promise.all(answers.map((r) => r.arrayBuffer()));
     assert.equal(statuses.filter((s) => s === 201).length, 3, `statuses ${statuses}`);
     assert.equal(statuses.filter((s) => s === 403).length, 3);
+  });
+
+  it('shows use and quota in the JSON API and the web interface; a delete and garbage collection give the space back', async () => {
+    const [kept, dropped] = [image(), image()];
+    const registry = await start([{ repositories: ['shown/**'], quota: { bytes: '1MiB', repositories: 5 } }]);
+    await pushImageOK(registry.url, 'shown/a', kept, 'v1');
+    await pushImageOK(registry.url, 'shown/b', dropped, 'v1');
+    const quotas = async () => ((await (await fetch(`${registry.url}/v2/_berth/ext/quotas`)).json()) as { quotas: { policy: string; use: { bytes: number; repositories: number } }[] }).quotas;
+    const expected = { policy: 'policies[0] (shown/**)', repositories: ['shown/**'], quota: { bytes: 1024 * 1024, repositories: 5 }, use: { bytes: sizeOf(kept) + sizeOf(dropped), repositories: 2 } };
+    assert.deepEqual(await quotas(), [expected]);
+    const page = (await (await fetch(`${registry.url}/ui/api/registry`)).json()) as { quotas: unknown[] };
+    assert.deepEqual(page.quotas, [expected]);
+    // the delete gives the manifest's bytes back at once; garbage collection then its blobs in the index's usage
+    assert.equal((await fetch(`${registry.url}/v2/shown/b/manifests/${dropped.digest}`, { method: 'DELETE' })).status, 202);
+    assert.deepEqual((await quotas())[0].use, { bytes: sizeOf(kept), repositories: 1 });
+    const usage = async () => ((await (await fetch(`${registry.url}/v2/_berth/ext/usage?namespace=shown`)).json()) as { bytes: number }).bytes;
+    assert.equal(await usage(), sizeOf(kept) + dropped.blobs.reduce((a, b) => a + b.size, 0), 'the blobs stay linked until garbage collection');
+    const index = await openMetadataIndex(registry.app.config);
+    try {
+      await collectGarbage(registry.app.driver, { dryRun: false, deleteUntagged: false, index });
+    } finally {
+      await index.close();
+    }
+    assert.equal(await usage(), sizeOf(kept));
   });
 
   it('stops start-up without the metadata index', async () => {
