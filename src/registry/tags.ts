@@ -36,6 +36,10 @@ export const TAG_CACHE_LIMITS: ListingCacheLimits = { maxEntries: 1000, maxNames
 
 const NONE: readonly string[] = Object.freeze([]);
 
+/** how often a push of a new tag that never moves tries to claim it while another push races it, and the pause between (ms, times the attempt) */
+const CLAIM_ATTEMPTS = 5;
+const CLAIM_BACKOFF_MS = 20;
+
 export class TagStore {
   /**
    * Sorted tag lists by repository, each valid while the driver's childrenVersion of the tags
@@ -77,25 +81,36 @@ export class TagStore {
    * tag is new or names `digest` already; otherwise nothing is written and the digest it names (or a
    * concurrent push claims) is returned. Within this process the tag's lock orders the pushes; across
    * instances storage decides: a new tag's index entry is written first and the index listed, and a
-   * push that finds another digest's entry (its revision stored) withdraws its own and is refused.
-   * Of two racing pushes at most one finds only its own entry (docs/decisions.md, "Immutable tags").
+   * push that finds another digest's entry (its revision stored) withdraws its own. Of two racing
+   * pushes at most one finds only its own entry; when both withdrew, each tries again after a random
+   * pause, and is refused once the tag names the other (docs/decisions.md, "Immutable tags").
    */
   tagOnce(name: string, tag: string, digest: Digest, pushedBy?: string): Promise<Digest | undefined> {
     return this.onceLocks.run(`${name}:${tag}`, async () => {
-      const current = await readLink(this.driver, layout.tagCurrentLink(name, tag));
-      if (current !== undefined && current !== digest) return current;
-      if (current === undefined) {
-        await writeLink(this.driver, layout.tagIndexLink(name, tag, digest), digest);
-        const { digests } = await listDigests(this.driver, (algorithm) => layout.tagIndexDir(name, tag, algorithm));
-        for (const other of digests) {
-          if (other === digest || !(await linksTo(this.driver, layout.manifestRevisionLink(name, other), other))) continue;
-          await unlessMissing(this.driver.delete(layout.tagIndexEntryDir(name, tag, digest)));
-          return other;
-        }
+      for (let attempt = 1; ; attempt++) {
+        const current = await readLink(this.driver, layout.tagCurrentLink(name, tag));
+        if (current !== undefined && current !== digest) return current;
+        const rival = current === undefined ? await this.claim(name, tag, digest) : undefined;
+        if (rival === undefined) break;
+        // both racers withdrew (neither wins): after a random pause one of them finds the tag free
+        if (attempt === CLAIM_ATTEMPTS) return rival;
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * CLAIM_BACKOFF_MS * attempt));
       }
       await this.tag(name, tag, digest, pushedBy);
       return undefined;
     });
+  }
+
+  /** writes `digest`'s entry in the tag's index; when another pushed digest has one, withdraws it and returns that digest */
+  private async claim(name: string, tag: string, digest: Digest): Promise<Digest | undefined> {
+    await writeLink(this.driver, layout.tagIndexLink(name, tag, digest), digest);
+    const { digests } = await listDigests(this.driver, (algorithm) => layout.tagIndexDir(name, tag, algorithm));
+    for (const other of digests) {
+      if (other === digest || !(await linksTo(this.driver, layout.manifestRevisionLink(name, other), other))) continue;
+      await unlessMissing(this.driver.delete(layout.tagIndexEntryDir(name, tag, digest)));
+      return other as Digest;
+    }
+    return undefined;
   }
 
   /** the tags that currently name `digest` (read from storage) */

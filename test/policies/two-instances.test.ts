@@ -52,16 +52,21 @@ describe('policies on two instances sharing one root and one SQLite index', () =
   });
 
   it('of racing pushes of one new immutable tag through both instances, one lands', async () => {
-    const images = Array.from({ length: 6 }, image);
-    for (const img of images) await pushContent(a.url, 'prod/race', img);
-    const answers = await Promise.all(images.map((img, i) => putManifest(i % 2 ? b.url : a.url, 'prod/race', 'v1', img.body, img.mediaType)));
-    const statuses = answers.map((r) => r.status);
-    await Promise.all(answers.map((r) => r.arrayBuffer()));
-    assert.equal(statuses.filter((s) => s === 201).length, 1, `statuses ${statuses}`);
-    const winner = images[statuses.indexOf(201)];
-    for (const url of [a.url, b.url]) {
-      const head = await fetch(`${url}/v2/prod/race/manifests/v1`, { method: 'HEAD', headers: { accept: winner.mediaType } });
-      assert.equal(head.headers.get('docker-content-digest'), winner.digest);
+    // several rounds, each a new tag: the race window is a few storage round trips
+    for (let round = 0; round < 8; round++) {
+      const images = Array.from({ length: 6 }, image);
+      for (const img of images) await pushContent(a.url, 'prod/race', img);
+      const tag = `v${round}`;
+      const answers = await Promise.all(images.map((img, i) => putManifest(i % 2 ? b.url : a.url, 'prod/race', tag, img.body, img.mediaType)));
+      const statuses = answers.map((r) => r.status);
+      await Promise.all(answers.map((r) => r.arrayBuffer()));
+      assert.ok(statuses.every((s) => s === 201 || s === 403), `statuses ${statuses}`);
+      assert.equal(statuses.filter((s) => s === 201).length, 1, `round ${round}: statuses ${statuses}`);
+      const winner = images[statuses.indexOf(201)];
+      for (const url of [a.url, b.url]) {
+        const head = await fetch(`${url}/v2/prod/race/manifests/${tag}`, { method: 'HEAD', headers: { accept: winner.mediaType } });
+        assert.equal(head.headers.get('docker-content-digest'), winner.digest);
+      }
     }
   });
 
