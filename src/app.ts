@@ -94,7 +94,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const notifier = new Notifier(config.notifications, logger, { clock: scheduler.clock });
   const monitor = enabled.find((parts) => parts.health)?.health;
   const figures = () => Object.assign({}, ...enabled.map((parts) => parts.figures?.() ?? {}));
-  const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor), figures, index: enabled.find((parts) => parts.repositorySink)?.repositorySink, database: enabled.find((parts) => parts.database)?.database };
+  const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor), figures, index: enabled.find((parts) => parts.repositorySink)?.repositorySink, database: enabled.find((parts) => parts.database)?.database, audit: enabled.find((parts) => parts.audit)?.audit };
   for (const parts of enabled) parts.attach?.(running);
 
   const sharedCache = enabled.find((parts) => parts.sharedCache)?.sharedCache;

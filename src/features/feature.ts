@@ -95,6 +95,8 @@ export interface FeatureParts {
   browse?: BrowseReads;
   /** the metadata index's database, for the features that read or lock through it */
   database?: Kysely<Database>;
+  /** the audit log (src/audit/), handed to the rooms that record actions (`running.audit`) */
+  audit?: AuditSink;
   /** what the core asks before a push or delete (immutable tags, quotas), and the edge before a blob upload */
   policies?(running: Running): Promise<{ manifests: ManifestGuard; uploads?: Pick<Quotas, 'admitUpload' | 'report'> }>;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
