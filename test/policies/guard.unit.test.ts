@@ -5,8 +5,8 @@ import type { AuditRecord } from '../../src/audit/record.js';
 import { PolicyGuard } from '../../src/policies/guard.js';
 import { PolicySet } from '../../src/policies/match.js';
 
-const A = `sha256:${"a".repeat(64)}` as const;
-const B = `sha256:${"b".repeat(64)}` as const;
+const A = `sha256:${'a'.repeat(64)}` as const;
+const B = `sha256:${'b'.repeat(64)}` as const;
 
 describe('PolicyGuard', () => {
   it('records each denial in the audit log, with the message as detail', () => {
