@@ -4,13 +4,23 @@
  * size of blobs. The quota's scope is a set of globs, matched in the policies room.
  */
 import type { Kysely } from 'kysely';
+import { REBUILT_KEY } from './metadata-index.js';
 import type { Database } from './schema.js';
 
 /** names or digests per IN list */
 const PER_QUERY = 500;
 
 export class QuotaReads {
+  /** seen built once: stays so */
+  private built = false;
+
   constructor(private readonly db: Kysely<Database>) {}
+
+  /** the index holds all of storage (its first build finished): until then a use read from it would be short */
+  async isBuilt(): Promise<boolean> {
+    this.built ||= (await this.db.selectFrom('index_state').select('key').where('key', '=', REBUILT_KEY).executeTakeFirst()) !== undefined;
+    return this.built;
+  }
 
   /**
    * every repository that holds a manifest now (one holding only blob links is a push in progress;

@@ -143,6 +143,9 @@ export class Quotas {
   }
 
   private async scope(policy: MatchedPolicy, all?: readonly string[]): Promise<Scope> {
+    if (!(await this.reads.isBuilt())) {
+      throw new RegistryError('UNAVAILABLE', `the quota of ${policy.source} is counted from the metadata index, which is still being built from storage; try again once it is (berth logs "the metadata index is built")`);
+    }
     const names = (all ?? (await this.reads.repositoriesWithManifests())).filter((n) => policy.matches(n));
     const manifests = await this.reads.manifests(names);
     const blobs = new Set<string>();
