@@ -87,7 +87,10 @@ export class Quotas {
 
   /** refuses a blob upload to `name` once a quota of it is full (no byte left, or no repository for a new one) */
   async admitUpload(name: string, actor?: string): Promise<void> {
-    for (const policy of this.set.quotas(name)) {
+    const policies = this.set.quotas(name);
+    // while the index is first built, the manifest PUT refuses (503); an upload alone adds nothing yet
+    if (policies.length === 0 || !(await this.reads.isBuilt())) return;
+    for (const policy of policies) {
       const scope = await this.recentScope(policy);
       const quota = policy.options.quota!;
       if (quota.bytes !== undefined && scope.bytes >= quota.bytes) {
