@@ -28,6 +28,8 @@ import type { MatchedPolicy, PolicySet } from './match.js';
 export const UPLOAD_USE_MS = 2000;
 /** manifests whose references are kept in memory */
 const REFERENCE_ENTRIES = 100_000;
+/** blob sizes kept in memory (some 150 bytes each) */
+const SIZE_ENTRIES = 250_000;
 /** manifests read at once when a scope's references are first needed */
 const READS = 8;
 
@@ -56,6 +58,7 @@ export type Denial = (error: RegistryError, context: { repository: string; actor
 
 export class Quotas {
   private readonly references = new LRUCache<string, readonly string[]>({ max: REFERENCE_ENTRIES });
+  private readonly sizes = new LRUCache<string, number>({ max: SIZE_ENTRIES });
   private readonly uploadUse = new Map<string, { at: number; scope: Promise<Scope> }>();
 
   constructor(
@@ -131,7 +134,7 @@ export class Quotas {
   private async added(scope: Scope, push: Push): Promise<{ bytes: number }> {
     let total = scope.manifests.has(push.digest) ? 0 : push.size;
     const fresh = [...new Set(push.blobs)].filter((d) => !scope.blobs.has(d));
-    for (const size of (await this.reads.blobSizes(fresh)).values()) total += size;
+    for (const size of (await this.blobSizes(fresh)).values()) total += size;
     return { bytes: total };
   }
 
@@ -152,14 +155,35 @@ export class Quotas {
     const names = (all ?? (await this.reads.repositoriesWithManifests())).filter((n) => policy.matches(n));
     const manifests = await this.reads.manifests(names);
     const blobs = new Set<string>();
-    await forEach(manifests.keys(), READS, async (digest) => {
+    const unread: string[] = [];
+    for (const digest of manifests.keys()) {
+      const known = this.references.get(digest);
+      if (known) for (const blob of known) blobs.add(blob);
+      else unread.push(digest);
+    }
+    await forEach(unread, READS, async (digest) => {
       for (const blob of await this.referencesOf(digest)) blobs.add(blob);
     });
-    const sizes = await this.reads.blobSizes([...blobs]);
     let total = 0;
     for (const size of manifests.values()) total += size;
-    for (const size of sizes.values()) total += size;
+    for (const size of (await this.blobSizes([...blobs])).values()) total += size;
     return { bytes: total, repositories: names.length, names: new Set(names), manifests: new Set(manifests.keys()), blobs };
+  }
+
+  /** stored sizes by digest (a digest's size never changes: kept), from the index for those not kept */
+  private async blobSizes(digests: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    const unknown: string[] = [];
+    for (const digest of digests) {
+      const size = this.sizes.get(digest);
+      if (size === undefined) unknown.push(digest);
+      else out.set(digest, size);
+    }
+    for (const [digest, size] of await this.reads.blobSizes(unknown)) {
+      this.sizes.set(digest, size);
+      out.set(digest, size);
+    }
+    return out;
   }
 
   /** the blobs (config, layers) a stored manifest references */
