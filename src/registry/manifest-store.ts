@@ -121,7 +121,11 @@ export class ManifestStore {
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
     const applied = 'tag' in reference ? [reference.tag, ...tags] : tags;
     const guard = this.options.guard;
-    const fixed = new Map(applied.flatMap((tag) => (guard?.fixedTag(name, tag) ? [[tag, guard.fixedTag(name, tag)!]] : [])));
+    const fixed = new Map<string, string>();
+    for (const tag of applied) {
+      const rule = guard?.fixedTag(name, tag);
+      if (rule) fixed.set(tag, rule);
+    }
     // refused before anything is written; checked again under the tag's lock (TagStore.tagOnce)
     for (const [tag, rule] of fixed) {
       const current = await this.tags.resolve(name, tag);
@@ -149,8 +153,12 @@ export class ManifestStore {
       if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }));
       for (const tag of applied) {
         const rule = fixed.get(tag);
-        const other = rule === undefined ? await this.tags.tag(name, tag, manifest.digest, pushedBy) : await this.tags.tagOnce(name, tag, manifest.digest, pushedBy);
-        if (other) throw this.options.guard!.refused({ name, tag, rule: rule!, actor: pushedBy, move: { from: other, to: manifest.digest } });
+        if (rule === undefined) {
+          await this.tags.tag(name, tag, manifest.digest, pushedBy);
+          continue;
+        }
+        const other = await this.tags.tagOnce(name, tag, manifest.digest, pushedBy);
+        if (other) throw this.options.guard!.refused({ name, tag, rule, actor: pushedBy, move: { from: other, to: manifest.digest } });
       }
       await this.keepWritten(name, manifest, applied, meta, body.length, pushedBy);
     });
