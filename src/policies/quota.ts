@@ -76,7 +76,8 @@ export class Quotas {
     const under = (i: number): Promise<T> => {
       if (i === policies.length) return store();
       const policy = policies[i];
-      return this.locks.run(policy.source, async () => {
+      // the scope by its globs: instances whose lists order the policies differently still share the lock
+      return this.locks.run([...policy.options.repositories].sort().join(' '), async () => {
         await this.check(policy, await this.scope(policy), name, push);
         try {
           return await under(i + 1);
@@ -97,7 +98,7 @@ export class Quotas {
       const scope = await this.recentScope(policy);
       const quota = policy.options.quota!;
       if (quota.bytes !== undefined && scope.bytes >= quota.bytes) {
-        throw this.deny(denied(`${policy.source} is full: ${bytes(scope.bytes)} of ${bytes(quota.bytes)} used; delete images (and let garbage collection run) before pushing more`, policy, scope, 0), { repository: name, actor });
+        throw this.deny(denied(`${policy.source} is full: ${bytes(scope.bytes)} of ${bytes(quota.bytes)} used; delete images before pushing more`, policy, scope, 0), { repository: name, actor });
       }
       if (quota.repositories !== undefined && !scope.names.has(name) && scope.repositories >= quota.repositories) {
         throw this.deny(denied(`${policy.source} allows ${quota.repositories} repositories and has ${scope.repositories}: ${name} would be one more`, policy, scope, 0), { repository: name, actor });

@@ -1,6 +1,6 @@
 /**
  * One quota check-and-record at a time per quota scope, across every instance on the database: a
- * lease row in `index_state` (metadata/lease.ts; `quota:<policy source>`) taken by an insert that
+ * lease row in `index_state` (metadata/lease.ts; `quota:<the scope's globs>`) taken by an insert that
  * conflicts, so the database decides who holds it, on SQLite and PostgreSQL alike. Within a process
  * a keyed lock queues the pushes first, so only one of them polls the database. A holder that dies
  * leaves a lease that expires after HOLD_MS. (docs/decisions.md, "Quotas".)
@@ -31,7 +31,7 @@ export class ScopeLocks {
       const lease = new Lease(this.db, `quota:${scope}`, this.holder);
       const deadline = Date.now() + WAIT_MS;
       while (!(await lease.take(Date.now(), Date.now() + HOLD_MS))) {
-        if (Date.now() > deadline) throw new RegistryError('UNAVAILABLE', `the quota of ${scope} stayed busy for ${WAIT_MS / 1000} s (another push holds it); try again`);
+        if (Date.now() > deadline) throw new RegistryError('UNAVAILABLE', `the quota over ${scope} stayed busy for ${WAIT_MS / 1000} s (another push holds it); try again`);
         await new Promise((resolve) => setTimeout(resolve, POLL_MS + Math.random() * POLL_MS));
       }
       try {
