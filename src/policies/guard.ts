@@ -25,6 +25,10 @@ export class PolicyGuard implements ManifestGuard {
     return this.tags.rule(name, tag);
   }
 
+  fixesTags(name: string): boolean {
+    return this.tags.applies(name);
+  }
+
   refused(refusal: Refusal): RegistryError {
     const { name, tag, rule } = refusal;
     const error =

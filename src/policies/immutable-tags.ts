@@ -16,6 +16,11 @@ export class ImmutableTags {
 
   constructor(private readonly set: PolicySet) {}
 
+  /** whether a policy sets immutable tags for `repository` */
+  applies(repository: string): boolean {
+    return this.set.deciding(repository, 'immutabletags') !== undefined;
+  }
+
   /** the rule that keeps `tag` of `repository` fixed, as a person reads it (`v* of policies[0] (prod/**)`); undefined when the tag may move */
   rule(repository: string, tag: string): string | undefined {
     const policy = this.set.deciding(repository, 'immutabletags');

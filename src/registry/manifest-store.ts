@@ -61,6 +61,8 @@ export interface ManifestStoreOptions {
 export interface ManifestGuard {
   /** the rule that keeps `tag` of `name` from moving or being deleted (naming the policy and the tag glob); undefined when none does */
   fixedTag(name: string, tag: string): string | undefined;
+  /** whether any rule fixes tags of `name` (else a delete need not look at its tags) */
+  fixesTags(name: string): boolean;
   /** the denial of a tag move or a delete that `rule` forbids */
   refused(refusal: Refusal): RegistryError;
   /** runs `store` when the push fits every quota of `name`, one push per quota scope at a time; throws the denial when it does not */
@@ -229,7 +231,7 @@ export class ManifestStore {
     return this.revisions.run(`${name}@${digest}`, async () => {
       const manifest = await this.get(name, { digest });
       const guard = this.options.guard;
-      for (const tag of guard ? await this.tags.naming(name, digest) : []) {
+      for (const tag of guard?.fixesTags(name) ? await this.tags.naming(name, digest) : []) {
         const rule = guard!.fixedTag(name, tag);
         if (rule) throw guard!.refused({ name, tag, rule, actor: deletedBy, delete: digest });
       }
