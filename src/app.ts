@@ -94,7 +94,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const notifier = new Notifier(config.notifications, logger, { clock: scheduler.clock });
   const monitor = enabled.find((parts) => parts.health)?.health;
   const figures = () => Object.assign({}, ...enabled.map((parts) => parts.figures?.() ?? {}));
-  const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor), figures, index: enabled.find((parts) => parts.repositorySink)?.repositorySink };
+  const running: Running = { driver, notifier, logger, readiness: readiness(driver, monitor), figures, index: enabled.find((parts) => parts.repositorySink)?.repositorySink, database: enabled.find((parts) => parts.database)?.database };
   for (const parts of enabled) parts.attach?.(running);
 
   const sharedCache = enabled.find((parts) => parts.sharedCache)?.sharedCache;
@@ -106,6 +106,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const purging = config.storage.maintenance.uploadpurging;
   const uploads = new UploadSessions(driver, blobs, { maxAge: purging.enabled && !purging.dryrun ? purging.age : undefined, clock: scheduler.clock });
   const tags = new TagStore(driver, { links, index, source: listingSource });
+  const policies = await enabled.find((parts) => parts.policies)?.policies?.(running);
   const manifests = new ManifestStore(driver, blobs, tags, {
     urlPolicy: config.validation.disabled ? undefined : urlPolicy(config),
     schema1: config.compatibility.schema1.enabled,
@@ -113,6 +114,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     revisions: links,
     shared: sharedCache,
     index,
+    guard: policies?.manifests,
   });
   const stored = new StoredContent(blobs, manifests, tags);
   const audit = enabled.find((parts) => parts.audit)?.audit;
@@ -157,6 +159,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       pullGate: enabled.find((parts) => parts.pullGate)?.pullGate?.(content),
       audit,
       auditReads: enabled.find((parts) => parts.auditReads)?.auditReads,
+      quotas: policies?.uploads,
     },
     logger,
     tls,

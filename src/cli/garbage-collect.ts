@@ -70,10 +70,12 @@ async function collectBesideInstances(driver: StorageDriver, config: Config, arg
 async function retentionBeforeCollection(driver: StorageDriver, config: Config, args: { dryRun: boolean; quiet: boolean }, index?: RepositorySink): Promise<void> {
   const { applyRetention, retentionLine } = await import('../registry/retention/index.js');
   const { compilePolicies } = await import('../registry/retention/policy.js');
+  const { fixedTags } = await import('../policies/immutable-tags.js');
   const { Notifier } = await import('../notifications/notifier.js');
   const notifier = new Notifier(config.notifications, createLogger(config.log, process.stderr));
   const summary = await applyRetention(driver, {
     policies: compilePolicies(config.storage.maintenance.retention!.policies),
+    fixedTag: fixedTags(config.policies),
     now: Date.now(),
     dryRun: args.dryRun,
     events: notifier,

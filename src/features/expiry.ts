@@ -3,6 +3,7 @@
  * src/registry/expiry/): a pass shared by every instance on the storage, not run by a read-only
  * registry. Repositories outside every mirror prefix have no TTL.
  */
+import type { PolicyOptions } from '../policies/options.js';
 import type { Feature } from './feature.js';
 
 /** Distribution's default TTL, for a mirror whose ttl is unset */
@@ -14,6 +15,8 @@ export interface ProxyTTLConfig {
 
 interface ExpiryConfig extends ProxyTTLConfig {
   storage: { maintenance: { readonly: { enabled: boolean } } };
+  /** immutable tags never expire */
+  policies?: PolicyOptions[];
 }
 
 /** the TTL of a repository's cached content (undefined or 0: kept), and every TTL configured */
@@ -34,11 +37,11 @@ export const expiryFeature: Feature<ExpiryConfig> = {
   name: 'expiry',
   enabled: (config) => proxyTTLs(config.proxy).all.length > 0 && !config.storage.maintenance.readonly.enabled,
   async load(config, { logger, scheduler }) {
-    const { expiryTask } = await import('../registry/expiry/task.js');
+    const [{ expiryTask }, { fixedTags }] = await Promise.all([import('../registry/expiry/task.js'), import('../policies/immutable-tags.js')]);
     const { ttlOf, all } = proxyTTLs(config.proxy);
     return {
       attach(running) {
-        scheduler.every(expiryTask(running.driver, { ttlOf, passInterval: passInterval(Math.min(...all)) }, scheduler.clock, logger.child({ component: 'expiry' }), running.index));
+        scheduler.every(expiryTask(running.driver, { ttlOf, passInterval: passInterval(Math.min(...all)), fixedTag: fixedTags(config.policies) }, scheduler.clock, logger.child({ component: 'expiry' }), running.index));
       },
     };
   },

@@ -7,6 +7,7 @@
  * imports the configuration schema; app.ts passes the whole validated configuration and the
  * compiler checks that it fits every slice.
  */
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { AuditSink } from '../audit/record.js';
 import type { ApiTokens } from '../auth/api-tokens.js';
@@ -20,7 +21,9 @@ import type { PullGate } from '../policies/signatures/gate.js';
 import type { BlobGuard, BlobStore } from '../registry/blobs.js';
 import type { PullSink } from '../registry/activity.js';
 import type { ContentSource } from '../registry/content.js';
-import type { ManifestStore } from '../registry/manifest-store.js';
+import type { ManifestGuard, ManifestStore } from '../registry/manifest-store.js';
+import type { Database } from '../metadata/schema.js';
+import type { Quotas } from '../policies/quota.js';
 import type { SharedCache } from '../registry/cache/shared-cache.js';
 import type { IndexSink, RepositorySink } from '../registry/indexing/sink.js';
 import type { ListingSource } from '../registry/indexing/listing-source.js';
@@ -45,6 +48,8 @@ export interface Running {
   figures(): Figures;
   /** the metadata index, for the passes outside the request path to tell of the repositories they changed */
   index?: RepositorySink;
+  /** the metadata index's database (the quotas read and lock through it) */
+  database?: Kysely<Database>;
 }
 
 /** sections of numbers a feature reports, e.g. { gc: { lastDurationSeconds: 1.2 } } */
@@ -98,6 +103,10 @@ export interface FeatureParts {
   auditReads?: AuditReads;
   /** API tokens, kept in the metadata index (authentication tries them for Basic credentials) */
   apiTokens?: ApiTokens;
+  /** the metadata index's database, for the features that read or lock through it */
+  database?: Kysely<Database>;
+  /** what the core asks before a push or delete (immutable tags, quotas), and the edge before a blob upload */
+  policies?(running: Running): Promise<{ manifests: ManifestGuard; uploads?: Pick<Quotas, 'admitUpload' | 'report'> }>;
   /** records uses of blobs for online garbage collection (the BlobStore calls it) */
   blobGuard?(driver: StorageDriver): BlobGuard;
   /** the metadata cache's counts (reads, hits, errors), kept up to date by the cache, for metrics */

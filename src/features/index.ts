@@ -12,6 +12,7 @@ import { gcFeature } from './gc.js';
 import { expiryFeature } from './expiry.js';
 import { healthFeature } from './health.js';
 import { metadataFeature } from './metadata.js';
+import { policiesFeature } from './policies.js';
 import { proxyFeature } from './proxy.js';
 import { redisFeature } from './redis.js';
 import { replicationFeature } from './replication.js';
@@ -20,4 +21,4 @@ import { signaturesFeature } from './signatures.js';
 import { uiFeature } from './ui.js';
 import { uploadPurgeFeature } from './upload-purge.js';
 
-export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, metadataFeature, expiryFeature, retentionFeature, gcFeature, uploadPurgeFeature, replicationFeature, healthFeature, debugFeature, uiFeature, signaturesFeature] as const;
+export const FEATURES = [cloudfrontFeature, deadlinesFeature, redisFeature, proxyFeature, activityFeature, metadataFeature, policiesFeature, expiryFeature, retentionFeature, gcFeature, uploadPurgeFeature, replicationFeature, healthFeature, debugFeature, uiFeature, signaturesFeature] as const;

@@ -96,6 +96,7 @@ export const metadataFeature: Feature<MetadataConfig & AuditConfig> = {
       auditReads: audit?.reads,
       indexSink: index,
       repositorySink: index,
+      database: index.db,
       listingSource,
       pulls,
       browse,

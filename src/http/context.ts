@@ -11,6 +11,7 @@ import type { SearchReads } from '../metadata/search.js';
 import type { UsageReads } from '../metadata/usage.js';
 import type { EventSink } from '../notifications/events.js';
 import type { PullGate } from '../policies/signatures/gate.js';
+import type { Quotas } from '../policies/quota.js';
 import type { PullSink } from '../registry/activity.js';
 import type { BlobStore } from '../registry/blobs.js';
 import type { Catalog } from '../registry/catalog.js';
@@ -58,6 +59,8 @@ export interface Services {
   audit?: AuditSink;
   /** the audit log's reads for the web interface, when it is on */
   auditReads?: AuditReads;
+  /** the quotas (src/policies/quota.ts): blob uploads are refused once one is full; their use for the API */
+  quotas?: Pick<Quotas, 'admitUpload' | 'report'>;
 }
 
 /** the audit log as the web interface reads it (src/metadata/audit.ts), and who may */

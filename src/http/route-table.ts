@@ -8,6 +8,7 @@ import { CATALOG_ACCESS, type AccessRequest, type RepositoryAction } from '../au
 import type { Handler } from './context.js';
 import { getBase } from './handlers/base.js';
 import { getDiscover, getHistory, getRepositories, getSearch, getTagPage, getUsage } from './handlers/browse.js';
+import { getQuotas } from './handlers/quotas.js';
 import { deleteBlob, getBlob } from './handlers/blobs.js';
 import { getCatalog } from './handlers/catalog.js';
 import { deleteManifest, getManifest, putManifest } from './handlers/manifests.js';
@@ -59,6 +60,7 @@ const ROUTES: RouteTable = {
   discover: { GET: { handler: getDiscover, access: 'authenticated' }, HEAD: { handler: getDiscover, access: 'authenticated' } },
   'ext-repositories': { GET: { handler: getRepositories, access: 'catalog' }, HEAD: { handler: getRepositories, access: 'catalog' } },
   'ext-usage': { GET: { handler: getUsage, access: 'catalog' }, HEAD: { handler: getUsage, access: 'catalog' } },
+  'ext-quotas': { GET: { handler: getQuotas, access: 'catalog' }, HEAD: { handler: getQuotas, access: 'catalog' } },
   'ext-search': { GET: { handler: getSearch, access: 'catalog' }, HEAD: { handler: getSearch, access: 'catalog' } },
   'ext-tags': { GET: { handler: getTagPage, access: 'pull' }, HEAD: { handler: getTagPage, access: 'pull' } },
   'ext-history': { GET: { handler: getHistory, access: 'pull' }, HEAD: { handler: getHistory, access: 'pull' } },

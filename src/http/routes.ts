@@ -20,6 +20,7 @@ export type Route =
   | { kind: 'discover' }
   | { kind: 'ext-repositories' }
   | { kind: 'ext-usage' }
+  | { kind: 'ext-quotas' }
   | { kind: 'ext-search' }
   | { kind: 'ext-tags'; name: string }
   | { kind: 'ext-history'; name: string };
@@ -34,6 +35,7 @@ const PATTERNS: [RegExp, (m: RegExpExecArray) => Route][] = [
   [/^\/v2\/_oci\/ext\/discover$/, () => ({ kind: 'discover' })],
   [/^\/v2\/_berth\/ext\/repositories$/, () => ({ kind: 'ext-repositories' })],
   [/^\/v2\/_berth\/ext\/usage$/, () => ({ kind: 'ext-usage' })],
+  [/^\/v2\/_berth\/ext\/quotas$/, () => ({ kind: 'ext-quotas' })],
   [/^\/v2\/_berth\/ext\/search$/, () => ({ kind: 'ext-search' })],
   [/^\/v2\/(.+)\/_berth\/ext\/tags$/, (m) => ({ kind: 'ext-tags', name: m[1] })],
   [/^\/v2\/(.+)\/_berth\/ext\/history$/, (m) => ({ kind: 'ext-history', name: m[1] })],

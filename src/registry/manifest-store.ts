@@ -49,6 +49,35 @@ export interface ManifestStoreOptions {
   shared?: SharedCache;
   /** the metadata index, told of every manifest stored or deleted after storage (indexing/sink.ts) */
   index?: IndexSink;
+  /** the policies asked before a push or a delete (src/policies/): tags that never move, quotas */
+  guard?: ManifestGuard;
+}
+
+/**
+ * What the core asks the policies (src/policies/ implements it, features/policies.ts plugs it in):
+ * which tags never move, and whether a push fits its quotas. Denials are RegistryErrors the guard
+ * builds (and records); the core throws them.
+ */
+export interface ManifestGuard {
+  /** the rule that keeps `tag` of `name` from moving or being deleted (naming the policy and the tag glob); undefined when none does */
+  fixedTag(name: string, tag: string): string | undefined;
+  /** whether any rule fixes tags of `name` (else a delete need not look at its tags) */
+  fixesTags(name: string): boolean;
+  /** the denial of a tag move or a delete that `rule` forbids */
+  refused(refusal: Refusal): RegistryError;
+  /** runs `store` when the push fits every quota of `name`, one push per quota scope at a time; throws the denial when it does not */
+  admit<T>(name: string, push: Push, store: () => Promise<T>): Promise<T>;
+}
+
+/** a write a tag rule forbids: moving `tag` from one digest to another, or deleting the manifest it names */
+export type Refusal = { name: string; tag: string; rule: string } & ({ move: { from: Digest; to: Digest } } | { delete: Digest });
+
+/** what a manifest PUT adds: the manifest and the blobs it references */
+export interface Push {
+  digest: Digest;
+  /** the manifest's own bytes */
+  size: number;
+  blobs: readonly Digest[];
 }
 
 /** default bound of the manifest content kept in memory */
@@ -91,8 +120,27 @@ export class ManifestStore {
     checkAgainstURL(manifest, name, reference);
     if (this.options.urlPolicy) checkLayerURLs(manifest, this.options.urlPolicy);
     if (!this.options.cachedFromUpstream) await this.checkReferences(name, manifest);
+    const applied = 'tag' in reference ? [reference.tag, ...tags] : tags;
+    const guard = this.options.guard;
+    const fixed = new Map<string, string>();
+    for (const tag of applied) {
+      const rule = guard?.fixedTag(name, tag);
+      if (rule) fixed.set(tag, rule);
+    }
+    // refused before anything is written; checked again under the tag's lock (TagStore.tagOnce)
+    for (const [tag, rule] of fixed) {
+      const current = await this.tags.resolve(name, tag);
+      if (current !== undefined && current !== manifest.digest) throw guard!.refused({ name, tag, rule, move: { from: current, to: manifest.digest } });
+    }
+    const store = () => this.storeManifest(name, manifest, body, algorithm, applied, fixed, pushedBy);
+    const push: Push = { digest: manifest.digest, size: body.length, blobs: manifest.blobs.map((b) => b.digest) };
+    await (guard ? guard.admit(name, push, store) : store());
+    return manifest;
+  }
 
-    await this.revisions.run(`${name}@${manifest.digest}`, async () => {
+  /** a validated manifest's writes: content, revision, referrers entry, index, tags (`fixed`: those that never move, with their rule) */
+  private storeManifest(name: string, manifest: ParsedManifest, body: Buffer, algorithm: ReturnType<typeof digestAlgorithm>, applied: readonly string[], fixed: ReadonlyMap<string, string>, pushedBy?: string): Promise<void> {
+    return this.revisions.run(`${name}@${manifest.digest}`, async () => {
       const pushed = new Date((this.options.now ?? Date.now)()).toISOString();
       const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed };
       if (manifest.payload !== body) {
@@ -104,11 +152,17 @@ export class ManifestStore {
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
       const index = this.options.index;
       if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }));
-      const applied = 'tag' in reference ? [reference.tag, ...tags] : tags;
-      for (const tag of applied) await this.tags.tag(name, tag, manifest.digest, pushedBy);
+      for (const tag of applied) {
+        const rule = fixed.get(tag);
+        if (rule === undefined) {
+          await this.tags.tag(name, tag, manifest.digest, pushedBy);
+          continue;
+        }
+        const other = await this.tags.tagOnce(name, tag, manifest.digest, pushedBy);
+        if (other) throw this.options.guard!.refused({ name, tag, rule, move: { from: other, to: manifest.digest } });
+      }
       await this.keepWritten(name, manifest, applied, meta, body.length, pushedBy);
     });
-    return manifest;
   }
 
   /**
@@ -175,6 +229,11 @@ export class ManifestStore {
   delete(name: string, digest: Digest): Promise<void> {
     return this.revisions.run(`${name}@${digest}`, async () => {
       const manifest = await this.get(name, { digest });
+      const guard = this.options.guard;
+      for (const tag of guard?.fixesTags(name) ? await this.tags.naming(name, digest) : []) {
+        const rule = guard!.fixedTag(name, tag);
+        if (rule) throw guard!.refused({ name, tag, rule, delete: digest });
+      }
       const subject = referencesOf(manifest.content).subject?.digest;
       await keepRepository(this.driver, name);
       await this.tags.untagAll(name, digest);

@@ -14,13 +14,16 @@
  */
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import type { Digest } from './digest.js';
+import { listDigests } from './digest-dirs.js';
+import { KeyedLock } from './keyed-lock.js';
 import * as layout from './layout.js';
-import { readLink, writeLink } from './links.js';
+import { linksTo, readLink, writeLink } from './links.js';
 import { DirectoryCache } from './cache/directory-cache.js';
 import type { ListingCacheLimits } from './cache/listing-cache.js';
 import { Listings } from './cache/listings.js';
 import { checkRepository, nameUnknown } from './repositories.js';
 import { pageOf } from './pages.js';
+import { mapLimited, REQUEST_IO_CONCURRENCY } from './pool.js';
 import type { IndexSink } from './indexing/sink.js';
 import type { ListingPage, ListingSource, PageBounds } from './indexing/listing-source.js';
 
@@ -32,6 +35,10 @@ import type { ListingPage, ListingSource, PageBounds } from './indexing/listing-
 export const TAG_CACHE_LIMITS: ListingCacheLimits = { maxEntries: 1000, maxNames: 250_000 };
 
 const NONE: readonly string[] = Object.freeze([]);
+
+/** how often a push of a new tag that never moves tries to claim it while another push races it, and the pause between (ms, times the attempt) */
+const CLAIM_ATTEMPTS = 5;
+const CLAIM_BACKOFF_MS = 20;
 
 export class TagStore {
   /**
@@ -64,6 +71,53 @@ export class TagStore {
     await writeLink(this.driver, layout.tagIndexLink(name, tag, digest), digest);
     await writeLink(this.driver, layout.tagCurrentLink(name, tag), digest);
     await this.index?.tagMoved(name, tag, digest, pushedBy);
+  }
+
+  /** writes of tags that never move (tagOnce), one at a time per tag within this process */
+  private readonly onceLocks = new KeyedLock();
+
+  /**
+   * points a tag that must never move (an immutable tag, src/policies/) at `digest`: written when the
+   * tag is new or names `digest` already; otherwise nothing is written and the digest it names (or a
+   * concurrent push claims) is returned. Within this process the tag's lock orders the pushes; across
+   * instances storage decides: a new tag's index entry is written first and the index listed, and a
+   * push that finds another digest's entry (its revision stored) withdraws its own. Of two racing
+   * pushes at most one finds only its own entry; when both withdrew, each tries again after a random
+   * pause, and is refused once the tag names the other (docs/decisions.md, "Immutable tags").
+   */
+  tagOnce(name: string, tag: string, digest: Digest, pushedBy?: string): Promise<Digest | undefined> {
+    return this.onceLocks.run(`${name}:${tag}`, async () => {
+      for (let attempt = 1; ; attempt++) {
+        const current = await readLink(this.driver, layout.tagCurrentLink(name, tag));
+        if (current !== undefined && current !== digest) return current;
+        const rival = current === undefined ? await this.claim(name, tag, digest) : undefined;
+        if (rival === undefined) break;
+        // both racers withdrew (neither wins): after a random pause one of them finds the tag free
+        if (attempt === CLAIM_ATTEMPTS) return rival;
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * CLAIM_BACKOFF_MS * attempt));
+      }
+      await this.tag(name, tag, digest, pushedBy);
+      return undefined;
+    });
+  }
+
+  /** writes `digest`'s entry in the tag's index; when another pushed digest has one, withdraws it and returns that digest */
+  private async claim(name: string, tag: string, digest: Digest): Promise<Digest | undefined> {
+    await writeLink(this.driver, layout.tagIndexLink(name, tag, digest), digest);
+    const { digests } = await listDigests(this.driver, (algorithm) => layout.tagIndexDir(name, tag, algorithm));
+    for (const other of digests) {
+      if (other === digest || !(await linksTo(this.driver, layout.manifestRevisionLink(name, other), other))) continue;
+      await unlessMissing(this.driver.delete(layout.tagIndexEntryDir(name, tag, digest)));
+      return other as Digest;
+    }
+    return undefined;
+  }
+
+  /** the tags that currently name `digest` (read from storage) */
+  async naming(name: string, digest: Digest): Promise<string[]> {
+    const tags = (await unlessMissing(this.driver.listNames(layout.tagsDir(name)))) ?? [];
+    const named = await mapLimited(tags, REQUEST_IO_CONCURRENCY, async (tag) => (await readLink(this.driver, layout.tagCurrentLink(name, tag))) === digest);
+    return tags.filter((_, i) => named[i]);
   }
 
   /** the digest `tag` names; undefined when there is no such tag */

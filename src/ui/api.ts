@@ -270,7 +270,9 @@ async function registry(req: FastifyRequest, services: Services, state: Registry
   // storage used, per top-level namespace the caller may see (the metadata index's usage.ts)
   const indexed = await indexedReads(services);
   const usage = indexed && (await indexed.usage.visibleTopLevel(grant.lists)).map(({ namespace, repositories, bytes }) => ({ namespace, repositories, bytes }));
-  return { ...state.about, healthy: Object.keys(failing).length === 0, failing: Object.keys(failing), notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {}, usage };
+  // the quotas whose every repository the caller may see (policies/quota.ts)
+  const quotas = await services.quotas?.report((_policy, names) => names.every(grant.lists));
+  return { ...state.about, healthy: Object.keys(failing).length === 0, failing: Object.keys(failing), notifications: state.notifications?.() ?? [], figures: state.figures?.() ?? {}, usage, quotas };
 }
 
 /** the tags (of the first TAG_SCAN_LIMIT; with the metadata index, of all: one range of an index) that name `digest` */

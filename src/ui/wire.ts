@@ -153,6 +153,16 @@ export interface RegistryAbout {
   figures: Record<string, Record<string, number>>;
   /** storage used per top-level namespace (each blob and manifest once), from the metadata index; absent without it */
   usage?: { namespace: string; repositories: number; bytes: number }[];
+  /** the quotas of the policies whose every repository the caller may see, with their use; absent without quotas */
+  quotas?: QuotaUse[];
+}
+
+/** a quota and its use (src/policies/quota.ts QuotaReport) */
+export interface QuotaUse {
+  policy: string;
+  repositories: string[];
+  quota: { bytes?: number; repositories?: number };
+  use: { bytes: number; repositories: number };
 }
 
 /** /ui/api/audit: a page of the audit log, newest first (src/ui/audit-api.ts) */

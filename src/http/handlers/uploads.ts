@@ -24,6 +24,7 @@ type UploadRoute = Extract<Route, { kind: 'upload' }>;
 /** POST /v2/<name>/blobs/uploads/: mount, monolithic upload, or start of a resumable upload */
 export const postUpload: Handler<UploadsRoute> = async (req, reply, { name }, services) => {
   checkWritable(services.options, name);
+  await services.quotas?.admitUpload(name);
   const mount = queryValue(req, 'mount');
   const from = queryValue(req, 'from');
   // a mount needs pull on the source; without it the request is a plain upload (202), and says
@@ -59,6 +60,7 @@ export const getUpload: Handler<UploadRoute> = async (req, reply, route, service
 /** PATCH: append a chunk (with Content-Range) or a stream (without) */
 export const patchUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
   checkWritable(services.options, route.name);
+  await services.quotas?.admitUpload(route.name);
   const state = await signedState(req, route, services);
   const range = chunkRange(req);
   if (range === 'invalid') return sendUploadStatus(req, reply, services, await services.uploads.status(route.name, route.uuid, state.algorithm), 416);
@@ -77,6 +79,7 @@ export const patchUpload: Handler<UploadRoute> = async (req, reply, route, servi
 /** PUT: complete the upload with the last bytes (if any) and the expected digest(s) */
 export const putUpload: Handler<UploadRoute> = async (req, reply, route, services) => {
   checkWritable(services.options, route.name);
+  await services.quotas?.admitUpload(route.name);
   const state = await signedState(req, route, services);
   const digests = queryValues(req, 'digest');
   if (digests.length === 0) {

@@ -32,6 +32,8 @@ export interface ExpiryOptions {
   signal?: AbortSignal;
   /** the metadata index, told of the repositories this pass changed */
   index?: RepositorySink;
+  /** tags that never expire (immutable tags, src/policies/): true to keep the tag and what it reaches */
+  fixedTag?(repository: string, tag: string): boolean;
 }
 
 export interface ExpirySummary {
@@ -60,7 +62,8 @@ export async function expireCache(driver: StorageDriver, options: ExpiryOptions)
       return;
     }
     longestTTL = Math.max(longestTTL, ttl);
-    const fresh = await freshManifests(driver, graph, options.now - ttl);
+    const fixed = [...graph.tags].filter(([tag]) => options.fixedTag?.(name, tag)).map(([, digest]) => digest);
+    const fresh = [...(await freshManifests(driver, graph, options.now - ttl)), ...fixed];
     // the fresh manifests are the roots: with their children and referrers, they are kept
     const mark = markRepository({ ...graph, tags: new Map(fresh.map((digest) => [digest, digest])) }, true, marked, () => {});
     const staleTags = [...graph.tags].filter(([, digest]) => !mark.kept.has(digest)).map(([tag]) => tag);

@@ -11,6 +11,8 @@ export interface ExpiryTaskOptions {
   ttlOf(name: string): number | undefined;
   /** ms between passes (by any instance) */
   passInterval: number;
+  /** tags that never expire (immutable tags) */
+  fixedTag?(repository: string, tag: string): boolean;
 }
 
 export function expiryTask(driver: StorageDriver, options: ExpiryTaskOptions, clock: Clock, logger: Logger, index?: RepositorySink): PeriodicTask {
@@ -20,7 +22,7 @@ export function expiryTask(driver: StorageDriver, options: ExpiryTaskOptions, cl
     interval: options.passInterval,
     async run(signal) {
       const started = clock.now();
-      const summary = await expireCache(driver, { ttlOf: options.ttlOf, now: started, signal, report: (line) => logger.debug(line), index });
+      const summary = await expireCache(driver, { ttlOf: options.ttlOf, fixedTag: options.fixedTag, now: started, signal, report: (line) => logger.debug(line), index });
       if (summary.manifestsExpired + summary.tagsRemoved + summary.blobsDeleted > 0) {
         logger.info({ ...summary, durationMs: clock.now() - started }, 'expired cached content');
       }

@@ -36,6 +36,8 @@ export interface RetentionOptions {
   signal?: AbortSignal;
   /** the metadata index, told of the repositories whose tags or manifests this pass deleted */
   index?: RepositorySink;
+  /** tags that are never deleted whatever the policy says (immutable tags, src/policies/): true to keep */
+  fixedTag?(repository: string, tag: string): boolean;
 }
 
 export interface RetentionSummary {
@@ -90,6 +92,7 @@ class RepositoryPass {
     const facts = [];
     for (const [tag, digest] of graph.tags) {
       if (!graph.manifests.has(digest)) continue; // a tag naming a missing manifest is garbage collection's
+      if (this.options.fixedTag?.(this.name, tag)) continue; // it stays, and so does what it reaches
       const { pushed, pulled } = await this.activityOf(digest);
       facts.push({ tag, pushed: pushed ?? 0, pulled });
     }

@@ -13,6 +13,8 @@ export interface RetentionTaskOptions {
   policies: RetentionPolicy[];
   interval: number;
   dryrun: boolean;
+  /** tags that are never deleted (immutable tags) */
+  fixedTag?(repository: string, tag: string): boolean;
 }
 
 export function retentionTask(driver: StorageDriver, options: RetentionTaskOptions, events: EventSink, clock: Clock, logger: Logger, index?: RepositorySink): PeriodicTask {
@@ -25,7 +27,7 @@ export function retentionTask(driver: StorageDriver, options: RetentionTaskOptio
       const started = clock.now();
       // a dry run says at info level what would go; a real one at debug (its events say it too)
       const report = (line: string) => (options.dryrun ? logger.info(line) : logger.debug(line));
-      const summary = await applyRetention(driver, { policies, now: started, dryRun: options.dryrun, events, signal, report, index });
+      const summary = await applyRetention(driver, { policies, fixedTag: options.fixedTag, now: started, dryRun: options.dryrun, events, signal, report, index });
       logger.info({ ...summary, dryRun: options.dryrun, durationMs: clock.now() - started }, 'retention pass done (blobs are freed by garbage collection)');
     },
   });

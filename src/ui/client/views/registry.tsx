@@ -5,6 +5,7 @@
 import { getJSON } from '../api';
 import { formatSize, Status, Time, useLoad } from '../components';
 import type { RegistryAbout as About } from '../../wire';
+import { QuotaTable } from './quotas';
 
 const yesNo = (on: boolean) => (on ? 'yes' : 'no');
 
@@ -86,6 +87,7 @@ export function Registry() {
                 )}
               </>
             )}
+            {a.quotas && a.quotas.length > 0 && <QuotaTable quotas={a.quotas} />}
             <h2>Notification endpoints</h2>
             {a.notifications.length === 0 ? (
               <p class="muted">None configured.</p>
