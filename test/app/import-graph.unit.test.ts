@@ -40,6 +40,8 @@ const FORBIDDEN: [string, string[]][] = [
   ['replication/', ['http/', 'ui/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts', 'cli.ts']],
   ['auth/', ['http/', 'ui/', 'features/', 'cli/', 'runtime/', 'config/schema.ts', 'app.ts', 'cli.ts']],
   ['notifications/', ['registry/', 'http/', 'features/', 'cli/', 'runtime/', 'config/schema.ts', 'app.ts']],
+  ['policies/', ['http/', 'ui/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts', 'cli.ts']],
+  ['audit/', ['http/', 'proxy/', 'ui/', 'auth/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts', 'cli.ts']],
   ['scheduler/', ['registry/', 'storage/', 'http/', 'features/', 'cli/', 'runtime/', 'config/', 'app.ts']],
   ['features/', ['cli/', 'config/schema.ts', 'app.ts', 'cli.ts']],
   ['ui/', ['features/', 'cli/', 'runtime/', 'config/schema.ts', 'app.ts']],
