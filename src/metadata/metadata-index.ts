@@ -32,12 +32,18 @@ export class MetadataIndex {
     return new Date(this.now()).toISOString();
   }
 
-  // writes of the request path (registry/index-sink.ts)
+  // writes of the request path (registry/indexing/sink.ts)
 
-  async manifestStored(record: ManifestRecord): Promise<void> {
+  /**
+   * the manifest, and `tags` pointed at it by the same PUT: one transaction, so a push costs the
+   * request path one write (one commit) for its manifest and tags; `pushedBy`: the tags' history
+   */
+  async manifestStored(record: ManifestRecord, tags: readonly string[] = [], pushedBy?: string): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       await claim(tx, record.repository, true);
       await upsertManifests(tx, [record]);
+      const pushed = this.time();
+      for (const name of tags) await moveTag(tx, record.repository, { name, digest: record.digest, pushed }, pushedBy ?? null);
     });
   }
 
@@ -72,9 +78,20 @@ export class MetadataIndex {
     });
   }
 
-  /** the link goes; the blob's row stays until a rebuild (another repository may link it meanwhile) */
+  /**
+   * the link goes; the blob's row stays until a rebuild (another repository may link it
+   * meanwhile). Counted as a write like the others, so a rebuild that read the link before it went
+   * does not put it back; a repository without a row gets none (it has no link to remove).
+   */
   async blobUnlinked(repository: string, digest: string): Promise<void> {
-    await this.db.deleteFrom('repository_blobs').where('repository', '=', repository).where('digest', '=', digest).execute();
+    await this.db.transaction().execute(async (tx) => {
+      await tx
+        .updateTable('repositories')
+        .set({ changes: sql<number>`changes + 1` })
+        .where('name', '=', repository)
+        .execute();
+      await tx.deleteFrom('repository_blobs').where('repository', '=', repository).where('digest', '=', digest).execute();
+    });
   }
 
   // the rebuild's writes

@@ -102,10 +102,11 @@ export class ManifestStore {
       await this.storeContent(manifest.digest, manifest.payload);
       await this.storeRevision(name, manifest.digest, meta);
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
-      const index = this.options.index;
-      if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }));
       const applied = 'tag' in reference ? [reference.tag, ...tags] : tags;
-      for (const tag of applied) await this.tags.tag(name, tag, manifest.digest, pushedBy);
+      for (const tag of applied) await this.tags.point(name, tag, manifest.digest);
+      // the manifest and its tags, once storage has them all: one write of the index
+      const index = this.options.index;
+      if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }), applied, pushedBy);
       await this.keepWritten(name, manifest, applied, meta, body.length, pushedBy);
     });
     return manifest;

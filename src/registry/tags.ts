@@ -60,10 +60,18 @@ export class TagStore {
 
   /** points `tag` at the manifest `digest` (which must be stored), replacing what it named; `pushedBy`: the user, for the index's history */
   async tag(name: string, tag: string, digest: Digest, pushedBy?: string): Promise<void> {
+    await this.point(name, tag, digest);
+    await this.index?.tagMoved(name, tag, digest, pushedBy);
+  }
+
+  /**
+   * tag()'s storage writes without telling the metadata index: for a manifest PUT, which tells
+   * it of the manifest and its tags in one write (ManifestStore.put)
+   */
+  async point(name: string, tag: string, digest: Digest): Promise<void> {
     // the index first, then current, in the order Distribution writes them
     await writeLink(this.driver, layout.tagIndexLink(name, tag, digest), digest);
     await writeLink(this.driver, layout.tagCurrentLink(name, tag), digest);
-    await this.index?.tagMoved(name, tag, digest, pushedBy);
   }
 
   /** the digest `tag` names; undefined when there is no such tag */
