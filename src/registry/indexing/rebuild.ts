@@ -1,13 +1,13 @@
 /**
  * `berth index rebuild`: walks storage (gc/repositories.ts, every repository directory) and makes
  * the index hold what storage holds, a few repositories read at once and written in batches, many
- * repositories per transaction (docs/decisions.md, "The rebuild's batches"). Repositories the index
+ * repositories per transaction (docs/decisions.md, "The index's writes: one per push, batches for the rebuild"). Repositories the index
  * has and storage does not are dropped; the tags' history is kept (a tag that moved or went while
  * the index was not told is closed at the rebuild's time). At the end the index records when it
  * was rebuilt (REBUILT_KEY).
  */
 import type { StorageDriver } from '../../storage/driver.js';
-import { REBUILT_KEY, type MetadataIndex, type Replacement } from '../../metadata/metadata-index.js';
+import { REBUILT_KEY, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import { ContentCache } from './content-cache.js';
@@ -61,17 +61,16 @@ export async function rebuildIndex(
     options.progress?.(summary);
   };
   // one batch written at a time, while the next is read
-  let batch: Replacement[] = [];
+  let batch: StoredRepository[] = [];
   let rows = 0;
   let writing = Promise.resolve();
-  const write = (replacements: Replacement[]) => {
+  const write = (repositories: StoredRepository[]) => {
     writing = writing.then(async () => {
       options.signal?.throwIfAborted();
-      const changed = new Set(await index.replaceRepositories(replacements));
-      for (const { facts } of replacements) {
+      const changed = new Set(await index.replaceRepositories(repositories.map((facts) => ({ facts, hasManifests: facts.hasManifests, expectChanges: before.get(facts.name) ?? 0 }))));
+      for (const facts of repositories) {
         // written to meanwhile: read again, alone, with its count read anew
-        if (changed.has(facts.name)) done(await replaceFromStorage(driver, index, facts.name, { attempts: REBUILD_ATTEMPTS, cache, signal: options.signal }));
-        else done(facts as StoredRepository);
+        done(changed.has(facts.name) ? await replaceFromStorage(driver, index, facts.name, { attempts: REBUILD_ATTEMPTS, cache, signal: options.signal }) : facts);
       }
     });
     return writing;
@@ -79,7 +78,7 @@ export async function rebuildIndex(
   await forEach(names, REBUILD_REPOSITORIES, async (name) => {
     options.signal?.throwIfAborted();
     const facts = await readRepositoryFacts(driver, name, cache);
-    batch.push({ facts, hasManifests: facts.hasManifests, expectChanges: before.get(name) ?? 0 });
+    batch.push(facts);
     rows += facts.manifests.length + facts.tags.length + facts.blobs.length;
     if (batch.length < BATCH_REPOSITORIES && rows < BATCH_ROWS) return;
     const full = batch;
@@ -87,7 +86,7 @@ export async function rebuildIndex(
     rows = 0;
     await write(full);
   });
-  await write(batch);
+  if (batch.length > 0) await write(batch);
   for (const [name, changes] of before) {
     if (seen.has(name)) continue;
     options.signal?.throwIfAborted();
