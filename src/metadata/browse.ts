@@ -8,9 +8,8 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.js';
 
 export type RepositorySort = 'name' | 'size' | 'pushed' | 'pulls';
-export type TagSort = 'name' | 'pushed' | 'size';
-/** the web interface's columns of a tag list: the image's figures (step 0006) besides the JSON API's sorts */
-export type TagColumn = TagSort | 'digest' | 'mediaType' | 'imageSize' | 'platforms' | 'created';
+/** the columns a tag list sorts by (the JSON API's and the web interface's): the image's figures (step 0006) besides name, push time and the manifest's own size */
+export type TagColumn = 'name' | 'pushed' | 'size' | 'digest' | 'mediaType' | 'imageSize' | 'platforms' | 'created';
 
 /** where a page starts: after the row of this name, and of this sort value (absent when sorting by name) */
 export interface Keyset {
@@ -44,13 +43,20 @@ export interface TagEntry {
   /** the manifest's own bytes */
   size: number;
   pushed: string;
+  /** the image's bytes (config and layers; an index: its children's); absent when a part is unknown */
+  imageSize?: number;
+  /** when the image was built; absent when it does not say */
+  created?: string;
+  /** `os/arch[/variant]` of each platform, as sorted (the first 256 characters); absent when none is known */
+  platforms?: string[];
 }
 
 const REPOSITORY_COLUMN = { name: 'name', size: 'total_size', pushed: 'last_pushed_at', pulls: 'total_pulls' } as const;
-const TAG_COLUMN = { name: 't.name', size: 't.manifest_size', pushed: 't.pushed_at' } as const;
-/** the web interface's columns; those that may be NULL (not known) are read in two ranges */
-const SORTED_TAG_COLUMN = {
-  ...TAG_COLUMN,
+/** each sort's column of `tags`; those that may be NULL (not known) are read in two ranges */
+const TAG_COLUMN = {
+  name: 'name',
+  size: 'manifest_size',
+  pushed: 'pushed_at',
   digest: 'digest',
   mediaType: 'media_type',
   imageSize: 'image_size',
@@ -60,10 +66,7 @@ const SORTED_TAG_COLUMN = {
 const NULLABLE: ReadonlySet<TagColumn> = new Set(['mediaType', 'imageSize', 'platforms', 'created']);
 
 /** a tag of `sortedTags`, with the value it was sorted by (null: not known) */
-export interface SortedTag {
-  name: string;
-  digest: string;
-  pushed: string;
+export interface SortedTag extends TagEntry {
   value: string | number | null;
 }
 
@@ -95,33 +98,18 @@ export class Browse {
     return (await this.db.selectFrom('repositories').select('name').where('name', '=', name).where('has_manifests', '=', 1).executeTakeFirst()) !== undefined;
   }
 
-  /** a page of the repository's tags, in the order asked */
-  async tags(repository: string, query: PageQuery<TagSort>): Promise<TagEntry[]> {
-    const column = TAG_COLUMN[query.sort];
-    const keys = column === 't.name' ? ['t.name'] : [column, 't.name'];
-    let q = this.db
-      .selectFrom('tags as t')
-      .leftJoin('manifests as m', (j) => j.onRef('m.repository', '=', 't.repository').onRef('m.digest', '=', 't.digest'))
-      .select(['t.name', 't.digest', 't.pushed_at', 't.manifest_size', 'm.media_type'])
-      .where('t.repository', '=', repository)
-      .$call((b) => orderBy(b, keys, query.desc))
-      .limit(query.limit);
-    if (query.after) q = q.where(after(keys, query.after, query.desc));
-    const rows = await q.execute();
-    return rows.map((r) => ({ name: r.name, digest: r.digest, mediaType: r.media_type ?? undefined, size: Number(r.manifest_size), pushed: r.pushed_at }));
-  }
-
   /**
-   * A page of the repository's tags by any column of the web interface, over the whole list: the
-   * tags with a value by (value, name), then those without one (NULL) by name, last in either
-   * direction as the storage-backed list has them; each a range of the column's index.
+   * A page of the repository's tags by any column (the JSON API's and the web interface's), over
+   * the whole list: the tags with a value by (value, name), then those without one (NULL) by
+   * name, last in either direction as the storage-backed list has them; each a range of the
+   * column's index.
    */
   async sortedTags(repository: string, query: PageQuery<TagColumn>): Promise<SortedTag[]> {
-    const column = SORTED_TAG_COLUMN[query.sort].replace(/^t\./, '');
+    const column = TAG_COLUMN[query.sort];
     const page = (where: RawBuilder<boolean>[], keys: string[], limit: number) =>
       this.db
         .selectFrom('tags')
-        .select(['name', 'digest', 'pushed_at', sql<string | number | null>`${sql.ref(column)}`.as('value')])
+        .select(['name', 'digest', 'pushed_at', 'media_type', 'manifest_size', 'image_size', 'created', 'platform_names', sql<string | number | null>`${sql.ref(column)}`.as('value')])
         .where('repository', '=', repository)
         .$call((b) => where.reduce((q, w) => q.where(w), b))
         .$call((b) => orderBy(b, keys, query.desc))
@@ -138,7 +126,17 @@ export class Browse {
       rows.push(...(await page(where, ['name'], query.limit - rows.length)));
     }
     const numeric = query.sort === 'imageSize' || query.sort === 'size';
-    return rows.map((r) => ({ name: r.name, digest: r.digest, pushed: r.pushed_at, value: r.value === null ? null : numeric ? Number(r.value) : r.value }));
+    return rows.map((r) => ({
+      name: r.name,
+      digest: r.digest,
+      ...(r.media_type !== null && { mediaType: r.media_type }),
+      size: Number(r.manifest_size),
+      pushed: r.pushed_at,
+      ...(r.image_size !== null && { imageSize: Number(r.image_size) }),
+      ...(r.created !== null && { created: r.created }),
+      ...(r.platform_names !== null && { platforms: r.platform_names.split(',') }),
+      value: r.value === null ? null : numeric ? Number(r.value) : r.value,
+    }));
   }
 
   /** the tags that name `digest` in the repository, by name */

@@ -21,6 +21,13 @@ export const REBUILT_KEY = 'rebuilt';
 
 type Tx = Transaction<Database>;
 
+/** a repository as storage holds it, for the rebuild's batches (replaceRepository's arguments) */
+export interface Replacement {
+  facts: RepositoryFacts;
+  hasManifests: boolean;
+  expectChanges?: number;
+}
+
 export class MetadataIndex {
   constructor(
     readonly db: Kysely<Database>,
@@ -32,12 +39,18 @@ export class MetadataIndex {
     return new Date(this.now()).toISOString();
   }
 
-  // writes of the request path (registry/index-sink.ts)
+  // writes of the request path (registry/indexing/sink.ts)
 
-  async manifestStored(record: ManifestRecord): Promise<void> {
+  /**
+   * the manifest, and `tags` pointed at it by the same PUT: one transaction, so a push costs the
+   * request path one write (one commit) for its manifest and tags; `pushedBy`: the tags' history
+   */
+  async manifestStored(record: ManifestRecord, tags: readonly string[] = [], pushedBy?: string): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       await claim(tx, record.repository, true);
       await upsertManifests(tx, [record]);
+      const pushed = this.time();
+      for (const name of tags) await moveTag(tx, record.repository, { name, digest: record.digest, pushed }, pushedBy ?? null);
     });
   }
 
@@ -68,13 +81,24 @@ export class MetadataIndex {
   async blobLinked(repository: string, digest: string, size: number): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       await claim(tx, repository, false);
-      await linkBlobs(tx, repository, [{ digest, size }]);
+      await linkBlobs(tx, [{ repository, digest, size }]);
     });
   }
 
-  /** the link goes; the blob's row stays until a rebuild (another repository may link it meanwhile) */
+  /**
+   * the link goes; the blob's row stays until a rebuild (another repository may link it
+   * meanwhile). Counted as a write like the others, so a rebuild that read the link before it went
+   * does not put it back; a repository without a row gets none (it has no link to remove).
+   */
   async blobUnlinked(repository: string, digest: string): Promise<void> {
-    await this.db.deleteFrom('repository_blobs').where('repository', '=', repository).where('digest', '=', digest).execute();
+    await this.db.transaction().execute(async (tx) => {
+      await tx
+        .updateTable('repositories')
+        .set({ changes: sql<number>`changes + 1` })
+        .where('name', '=', repository)
+        .execute();
+      await tx.deleteFrom('repository_blobs').where('repository', '=', repository).where('digest', '=', digest).execute();
+    });
   }
 
   // the rebuild's writes
@@ -86,41 +110,19 @@ export class MetadataIndex {
    */
   async replaceRepository(facts: RepositoryFacts, hasManifests: boolean, expectChanges?: number): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
-      await claim(tx, facts.name, hasManifests, true);
       // a write of the request path landed since `facts` were read: they may lack it (roll back)
-      if (expectChanges !== undefined && (await changesOf(tx, facts.name)) !== expectChanges) throw new RepositoryChangedError(facts.name);
-      const at = this.time();
-      const wanted = new Set(facts.manifests.map((m) => m.digest));
-      const stale = (await tx.selectFrom('manifests').select('digest').where('repository', '=', facts.name).execute()).map((r) => r.digest).filter((d) => !wanted.has(d));
-      for (const chunk of chunks(stale)) await tx.deleteFrom('manifests').where('repository', '=', facts.name).where('digest', 'in', chunk).execute();
-      await upsertManifests(tx, facts.manifests);
-
-      const tags = new Map(facts.tags.map((t) => [t.name, t]));
-      const indexed = new Map((await tx.selectFrom('tags').select(['name', 'digest']).where('repository', '=', facts.name).execute()).map((r) => [r.name, r.digest]));
-      for (const name of indexed.keys()) if (!tags.has(name)) await removeTag(tx, facts.name, name, at);
-      // in batches: a tag whose digest changed (or that is new) closes its open entry and opens one at the tag's time
-      const moved = facts.tags.filter((t) => indexed.get(t.name) !== t.digest);
-      for (const chunk of chunks(moved)) {
-        await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', facts.name).where('tag', 'in', chunk.map((t) => t.name)).where('to_at', 'is', null).execute();
-        await tx
-          .insertInto('tag_history')
-          .values(chunk.map((t) => ({ repository: facts.name, tag: t.name, digest: t.digest, from_at: t.pushed, to_at: null, pushed_by: null })))
-          .onConflict((oc) => oc.columns(['repository', 'tag', 'from_at', 'digest']).doUpdateSet({ to_at: null }))
-          .execute();
-      }
-      for (const chunk of chunks(facts.tags, BATCH / 4)) {
-        await tx
-          .insertInto('tags')
-          .values(chunk.map((t) => ({ repository: facts.name, name: t.name, digest: t.digest, pushed_at: t.pushed })))
-          .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet((eb) => ({ digest: eb.ref('excluded.digest'), pushed_at: eb.ref('excluded.pushed_at') })))
-          .execute();
-      }
-
-      const links = new Set(facts.blobs.map((b) => b.digest));
-      const unlinked = (await tx.selectFrom('repository_blobs').select('digest').where('repository', '=', facts.name).execute()).map((r) => r.digest).filter((d) => !links.has(d));
-      for (const chunk of chunks(unlinked)) await tx.deleteFrom('repository_blobs').where('repository', '=', facts.name).where('digest', 'in', chunk).execute();
-      await linkBlobs(tx, facts.name, facts.blobs);
+      if ((await replaceAll(tx, [{ facts, hasManifests, expectChanges }], this.time())).length > 0) throw new RepositoryChangedError(facts.name);
     });
+  }
+
+  /**
+   * the rebuild's batch: several repositories replaced as replaceRepository does, in one
+   * transaction and with statements over the whole batch (per repository, the statements and
+   * the commit were most of a rebuild's time). A repository the request path wrote to since its
+   * `expectChanges` is left as it was; its name is returned, to be read from storage again.
+   */
+  async replaceRepositories(batch: readonly Replacement[]): Promise<string[]> {
+    return this.db.transaction().execute((tx) => replaceAll(tx, batch, this.time()));
   }
 
   /**
@@ -215,24 +217,106 @@ export class MetadataIndex {
 }
 
 /**
- * the repository's row, written first in every transaction (see the file's comment); `manifests`:
- * the repository has `_manifests` now (never unset by the request path: a repository keeps it,
- * as storage keeps the directory); `exact`: set it to `manifests` either way (the rebuild)
+ * the repository's row, written first in every transaction of the request path (see the file's
+ * comment), which counts its writes; `manifests`: the repository has `_manifests` now (never unset
+ * by the request path: a repository keeps it, as storage keeps the directory)
  */
-async function claim(tx: Tx, name: string, manifests: boolean, exact = false): Promise<void> {
-  const flag = manifests ? 1 : 0;
-  // the request path counts its writes; the rebuild's (`exact`) are not counted
-  const counted = exact ? {} : { changes: sql<number>`repositories.changes + 1` };
+async function claim(tx: Tx, name: string, manifests: boolean): Promise<void> {
   await tx
     .insertInto('repositories')
-    .values({ name, has_manifests: flag, changes: exact ? 0 : 1 })
-    .onConflict((oc) => oc.column('name').doUpdateSet({ ...(exact || manifests ? { has_manifests: flag } : { name }), ...counted }))
+    .values({ name, has_manifests: manifests ? 1 : 0, changes: 1 })
+    .onConflict((oc) => oc.column('name').doUpdateSet({ ...(manifests ? { has_manifests: 1 } : { name }), changes: sql<number>`repositories.changes + 1` }))
     .execute();
 }
 
 async function changesOf(db: Kysely<Database>, name: string): Promise<number> {
   const row = await db.selectFrom('repositories').select('changes').where('name', '=', name).executeTakeFirst();
   return Number(row?.changes ?? 0);
+}
+
+/**
+ * the rebuild's replacement (MetadataIndex.replaceRepository and replaceRepositories): each
+ * repository's row written first (a new one gets its row, an existing one is left as it is: the
+ * lock of the file's comment, no write counted), then each one's count of the request path's
+ * writes compared with its `expectChanges`: those that differ are returned and left alone, the
+ * others' rows made what storage holds. `at`: when the tags that went or moved left.
+ */
+async function replaceAll(tx: Tx, batch: readonly Replacement[], at: string): Promise<string[]> {
+  for (const chunk of chunks([...batch])) {
+    await tx
+      .insertInto('repositories')
+      .values(chunk.map((r) => ({ name: r.facts.name, has_manifests: r.hasManifests ? 1 : 0, changes: 0 })))
+      .onConflict((oc) => oc.column('name').doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
+      .execute();
+  }
+  const rows = await inChunks(batch.map((r) => r.facts.name), (chunk) => tx.selectFrom('repositories').select(['name', 'changes']).where('name', 'in', chunk).execute());
+  const counts = new Map(rows.map((row) => [row.name, Number(row.changes)]));
+  const changed = new Set(batch.filter((r) => r.expectChanges !== undefined && counts.get(r.facts.name) !== r.expectChanges).map((r) => r.facts.name));
+  const kept = batch.filter((r) => !changed.has(r.facts.name));
+  const names = kept.map((r) => r.facts.name);
+  for (const flag of [0, 1]) {
+    const named = kept.filter((r) => (r.hasManifests ? 1 : 0) === flag).map((r) => r.facts.name);
+    for (const chunk of chunks(named)) await tx.updateTable('repositories').set({ has_manifests: flag }).where('name', 'in', chunk).execute();
+  }
+
+  const manifests = kept.flatMap((r) => r.facts.manifests);
+  const wanted = new Set(manifests.map((m) => `${m.repository}\n${m.digest}`));
+  const stale = (await inChunks(names, (chunk) => tx.selectFrom('manifests').select(['repository', 'digest']).where('repository', 'in', chunk).execute())).filter((m) => !wanted.has(`${m.repository}\n${m.digest}`));
+  for (const [repository, digests] of byRepository(stale, (m) => m.digest)) {
+    for (const chunk of chunks(digests)) await tx.deleteFrom('manifests').where('repository', '=', repository).where('digest', 'in', chunk).execute();
+  }
+  await upsertManifests(tx, manifests);
+
+  const indexed = new Map((await inChunks(names, (chunk) => tx.selectFrom('tags').select(['repository', 'name', 'digest']).where('repository', 'in', chunk).execute())).map((t) => [`${t.repository}\n${t.name}`, t.digest]));
+  const tags = kept.flatMap((r) => r.facts.tags.map((t) => ({ repository: r.facts.name, ...t })));
+  const stored = new Set(tags.map((t) => `${t.repository}\n${t.name}`));
+  for (const key of indexed.keys()) {
+    if (stored.has(key)) continue;
+    const [repository, name] = key.split('\n');
+    await removeTag(tx, repository, name, at);
+  }
+  // a tag whose digest changed (or that is new) closes its open entry (only a tag with a row has one) and opens one at the tag's time
+  const moved = tags.filter((t) => indexed.get(`${t.repository}\n${t.name}`) !== t.digest);
+  const reopened = moved.filter((t) => indexed.has(`${t.repository}\n${t.name}`));
+  for (const [repository, names] of byRepository(reopened, (t) => t.name)) {
+    for (const chunk of chunks(names)) await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', repository).where('tag', 'in', chunk).where('to_at', 'is', null).execute();
+  }
+  for (const chunk of chunks(moved, BATCH / 6)) {
+    await tx
+      .insertInto('tag_history')
+      .values(chunk.map((t) => ({ repository: t.repository, tag: t.name, digest: t.digest, from_at: t.pushed, to_at: null, pushed_by: null })))
+      .onConflict((oc) => oc.columns(['repository', 'tag', 'from_at', 'digest']).doUpdateSet({ to_at: null }))
+      .execute();
+  }
+  for (const chunk of chunks(tags, BATCH / 4)) {
+    await tx
+      .insertInto('tags')
+      .values(chunk.map((t) => ({ repository: t.repository, name: t.name, digest: t.digest, pushed_at: t.pushed })))
+      .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet((eb) => ({ digest: eb.ref('excluded.digest'), pushed_at: eb.ref('excluded.pushed_at') })))
+      .execute();
+  }
+
+  const links = new Set(kept.flatMap((r) => r.facts.blobs.map((b) => `${r.facts.name}\n${b.digest}`)));
+  const unlinked = (await inChunks(names, (chunk) => tx.selectFrom('repository_blobs').select(['repository', 'digest']).where('repository', 'in', chunk).execute())).filter((l) => !links.has(`${l.repository}\n${l.digest}`));
+  for (const [repository, digests] of byRepository(unlinked, (l) => l.digest)) {
+    for (const chunk of chunks(digests)) await tx.deleteFrom('repository_blobs').where('repository', '=', repository).where('digest', 'in', chunk).execute();
+  }
+  await linkBlobs(tx, kept.flatMap((r) => r.facts.blobs.map((b) => ({ repository: r.facts.name, ...b }))));
+  return [...changed];
+}
+
+/** what `read` gives for the named repositories, asked a few IN lists at a time */
+async function inChunks<R>(names: string[], read: (chunk: string[]) => Promise<R[]>): Promise<R[]> {
+  const rows: R[] = [];
+  for (const chunk of chunks(names)) rows.push(...(await read(chunk)));
+  return rows;
+}
+
+/** `items` grouped by their repository, each as what `value` takes from it */
+function byRepository<T extends { repository: string }>(items: T[], value: (item: T) => string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const item of items) out.set(item.repository, [...(out.get(item.repository) ?? []), value(item)]);
+  return out;
 }
 
 /** the repository was written by the request path while a rebuild read it from storage: read it again */
@@ -337,16 +421,20 @@ async function closeHistory(tx: Tx, repository: string, tag: string, at: string)
   await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', repository).where('tag', '=', tag).where('to_at', 'is', null).execute();
 }
 
-async function linkBlobs(tx: Tx, repository: string, blobs: BlobLinkRecord[]): Promise<void> {
-  for (const chunk of chunks(blobs)) {
+/** each blob's row (its size), then the repository's link to it */
+async function linkBlobs(tx: Tx, links: (BlobLinkRecord & { repository: string })[]): Promise<void> {
+  const sizes = new Map(links.map((l) => [l.digest, l.size]));
+  for (const chunk of chunks([...sizes])) {
     await tx
       .insertInto('blobs')
-      .values(chunk.map((b) => ({ digest: b.digest, size: b.size })))
+      .values(chunk.map(([digest, size]) => ({ digest, size })))
       .onConflict((oc) => oc.column('digest').doUpdateSet((eb) => ({ size: eb.ref('excluded.size') })))
       .execute();
+  }
+  for (const chunk of chunks(links)) {
     await tx
       .insertInto('repository_blobs')
-      .values(chunk.map((b) => ({ repository, digest: b.digest })))
+      .values(chunk.map((l) => ({ repository: l.repository, digest: l.digest })))
       .onConflict((oc) => oc.columns(['repository', 'digest']).doNothing())
       .execute();
   }

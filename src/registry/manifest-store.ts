@@ -150,16 +150,19 @@ export class ManifestStore {
       await this.storeContent(manifest.digest, manifest.payload);
       await this.storeRevision(name, manifest.digest, meta);
       if (manifest.subject) await this.indexReferrer(name, manifest, body.length);
-      const index = this.options.index;
-      if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }));
-      for (const tag of applied) {
-        const rule = fixed.get(tag);
-        if (rule === undefined) {
-          await this.tags.tag(name, tag, manifest.digest, pushedBy);
-          continue;
+      // the tags in storage first; then the manifest with the tags storage has, in one write of the
+      // index (also when an immutable tag refused the move: the manifest is stored by then)
+      const pointed: string[] = [];
+      try {
+        for (const tag of applied) {
+          const rule = fixed.get(tag);
+          const other = rule === undefined ? void (await this.tags.point(name, tag, manifest.digest)) : await this.tags.tagOnce(name, tag, manifest.digest);
+          if (other) throw this.options.guard!.refused({ name, tag, rule: rule!, move: { from: other, to: manifest.digest } });
+          pointed.push(tag);
         }
-        const other = await this.tags.tagOnce(name, tag, manifest.digest, pushedBy);
-        if (other) throw this.options.guard!.refused({ name, tag, rule, move: { from: other, to: manifest.digest } });
+      } finally {
+        const index = this.options.index;
+        if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }), pointed, pushedBy);
       }
       await this.keepWritten(name, manifest, applied, meta, body.length, pushedBy);
     });

@@ -67,10 +67,18 @@ export class TagStore {
 
   /** points `tag` at the manifest `digest` (which must be stored), replacing what it named; `pushedBy`: the user, for the index's history */
   async tag(name: string, tag: string, digest: Digest, pushedBy?: string): Promise<void> {
+    await this.point(name, tag, digest);
+    await this.index?.tagMoved(name, tag, digest, pushedBy);
+  }
+
+  /**
+   * tag()'s storage writes without telling the metadata index: for a manifest PUT, which tells
+   * it of the manifest and its tags in one write (ManifestStore.put)
+   */
+  async point(name: string, tag: string, digest: Digest): Promise<void> {
     // the index first, then current, in the order Distribution writes them
     await writeLink(this.driver, layout.tagIndexLink(name, tag, digest), digest);
     await writeLink(this.driver, layout.tagCurrentLink(name, tag), digest);
-    await this.index?.tagMoved(name, tag, digest, pushedBy);
   }
 
   /** writes of tags that never move (tagOnce), one at a time per tag within this process */
@@ -83,9 +91,10 @@ export class TagStore {
    * instances storage decides: a new tag's index entry is written first and the index listed, and a
    * push that finds another digest's entry (its revision stored) withdraws its own. Of two racing
    * pushes at most one finds only its own entry; when both withdrew, each tries again after a random
-   * pause, and is refused once the tag names the other (docs/decisions.md, "Immutable tags").
+   * pause, and is refused once the tag names the other (docs/decisions.md, "Immutable tags"). Like
+   * point(), it writes storage only: the manifest store tells the index of the manifest and its tags.
    */
-  tagOnce(name: string, tag: string, digest: Digest, pushedBy?: string): Promise<Digest | undefined> {
+  tagOnce(name: string, tag: string, digest: Digest): Promise<Digest | undefined> {
     return this.onceLocks.run(`${name}:${tag}`, async () => {
       for (let attempt = 1; ; attempt++) {
         const current = await readLink(this.driver, layout.tagCurrentLink(name, tag));
@@ -96,7 +105,7 @@ export class TagStore {
         if (attempt === CLAIM_ATTEMPTS) return rival;
         await new Promise((resolve) => setTimeout(resolve, Math.random() * CLAIM_BACKOFF_MS * attempt));
       }
-      await this.tag(name, tag, digest, pushedBy);
+      await this.point(name, tag, digest);
       return undefined;
     });
   }

@@ -147,7 +147,17 @@ for (const engine of ENGINES) describe(`the _berth extensions (metadata index on
     assert.equal(res.status, 200);
     assert.equal(res.body.name, 'team/one');
     assert.deepEqual(res.body.tags.map((t: any) => t.name), ['stable', 'v1']);
-    assert.deepEqual(res.body.tags[0], { name: 'stable', digest: moved[2].digest, mediaType: moved[2].mediaType, size: moved[2].body.length, pushed: res.body.tags[0].pushed });
+    const created = (image: Image) => JSON.parse(image.blobs[0].data.toString()).created;
+    assert.deepEqual(res.body.tags[0], {
+      name: 'stable',
+      digest: moved[2].digest,
+      mediaType: moved[2].mediaType,
+      size: moved[2].body.length,
+      pushed: res.body.tags[0].pushed,
+      imageSize: sum(moved[2].blobs),
+      created: created(moved[2]),
+      platforms: ['linux/amd64'],
+    });
     const bySize = (await get(registry, '/v2/team/two/_berth/ext/tags?sort=size')).body.tags;
     assert.deepEqual(bySize.map((t: any) => t.size), [two.body.length, two.body.length]);
     const paged = await get(registry, '/v2/team/one/_berth/ext/tags?n=1');
@@ -155,6 +165,29 @@ for (const engine of ENGINES) describe(`the _berth extensions (metadata index on
     assert.equal(paged.headers.get('link'), '</v2/team/one/_berth/ext/tags?n=1&last=stable&sort=name>; rel="next"');
     const rest = await get(registry, '/v2/team/one/_berth/ext/tags?n=1&last=stable');
     assert.deepEqual(rest.body.tags.map((t: any) => t.name), ['v1']);
+  });
+
+  it("sorts a repository's tags by the image's figures as the web interface does: size, build time, platforms, kind, digest", async () => {
+    const bySize = [
+      { name: 'v1', imageSize: sum(one.blobs) },
+      { name: 'stable', imageSize: sum(moved[2].blobs) },
+    ].sort((a, b) => a.imageSize - b.imageSize || (a.name < b.name ? -1 : 1));
+    const first = await get(registry, '/v2/team/one/_berth/ext/tags?sort=imageSize&n=1');
+    assert.equal(first.status, 200);
+    assert.deepEqual(first.body.tags.map((t: any) => ({ name: t.name, imageSize: t.imageSize })), [bySize[0]]);
+    const next = first.headers.get('link');
+    assert.equal(next, `</v2/team/one/_berth/ext/tags?n=1&last=${encodeURIComponent(`${bySize[0].imageSize},${bySize[0].name}`)}&sort=imageSize>; rel="next"`);
+    const second = await get(registry, next!.slice(1, next!.indexOf('>')));
+    assert.deepEqual(second.body.tags.map((t: any) => ({ name: t.name, imageSize: t.imageSize })), [bySize[1]]);
+    assert.equal(second.headers.get('link'), null);
+    for (const [sort, value] of [['created', (t: any) => t.created], ['platforms', (t: any) => t.platforms.join(',')], ['mediaType', (t: any) => t.mediaType], ['digest', (t: any) => t.digest]] as const) {
+      const desc = (await get(registry, `/v2/team/one/_berth/ext/tags?sort=${sort}&desc=1`)).body.tags;
+      const sorted = [...desc].sort((a: any, b: any) => (value(a) < value(b) ? 1 : value(a) > value(b) ? -1 : a.name < b.name ? 1 : -1));
+      assert.deepEqual(desc.map((t: any) => t.name), sorted.map((t: any) => t.name), sort);
+    }
+    const bad = await get(registry, '/v2/team/one/_berth/ext/tags?sort=imageSize&last=big,v1');
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.errors[0].message, /last: "big,v1" is not a cursor of sort=imageSize/);
   });
 
   it("answers a tag's history after it moved twice: which digest from when to when, and who pushed", async () => {
@@ -242,7 +275,7 @@ for (const engine of ENGINES) describe(`the _berth extensions (metadata index on
       ['/v2/_berth/ext/repositories?desc=yes', 'UNSUPPORTED', /desc: 1 for descending/],
       ['/v2/_berth/ext/repositories?n=abc', 'PAGINATION_NUMBER_INVALID', /not a non-negative integer/],
       ['/v2/_berth/ext/repositories?sort=size&last=big,team/one', 'UNSUPPORTED', /last: "big,team\/one" is not a cursor of sort=size/],
-      ['/v2/team/one/_berth/ext/tags?sort=created', 'UNSUPPORTED', /tags sort by name, pushed, size/],
+      ['/v2/team/one/_berth/ext/tags?sort=stars', 'UNSUPPORTED', /tags sort by name, pushed, size, imageSize, created, platforms, mediaType, digest, not "stars"/],
       ['/v2/team/one/_berth/ext/history', 'UNSUPPORTED', /tag: the tag whose history is wanted is required/],
       ['/v2/team/one/_berth/ext/history?tag=-bad', 'TAG_INVALID', /invalid tag/],
       ['/v2/_berth/ext/search', 'UNSUPPORTED', /q: the text to search for is required/],

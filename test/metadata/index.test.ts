@@ -14,8 +14,9 @@ import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { validateConfig } from '../../src/config/load.js';
 import { openMetadataIndex } from '../../src/features/metadata.js';
-import type { MetadataIndex } from '../../src/metadata/metadata-index.js';
+import { RepositoryChangedError, type MetadataIndex } from '../../src/metadata/metadata-index.js';
 import type { RepositoryFacts } from '../../src/metadata/records.js';
+import { readRepositoryFacts } from '../../src/registry/indexing/facts.js';
 import { rebuildIndex } from '../../src/registry/indexing/rebuild.js';
 import { verifyIndex } from '../../src/registry/indexing/verify-index.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
@@ -23,7 +24,7 @@ import { startBerth, type Overrides, type TestRegistry } from '../helpers/berth.
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { pushBlob } from '../helpers/blobs.js';
 import { crashedPush } from '../helpers/crashed-push.js';
-import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
+import { buildImage, pushImageOK, putManifest, type Image } from '../helpers/images.js';
 import { needPostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const run = promisify(execFile);
@@ -176,6 +177,53 @@ for (const engine of ENGINES) {
       assert.equal(await verifyIndex(registry.app.driver, index, () => undefined), 0);
     });
 
+    it('records a manifest PUT with its tags as one write, and counts a blob link deleted as a write', async () => {
+      const registry = await start({ metadata: await engine.fresh() });
+      const index = await open(registry);
+      const image = buildImage('oci-manifest');
+      await pushImageOK(registry.url, 'one/write', image, 'v1');
+      const before = await index.changesOf('one/write');
+      // by digest with two ?tag= parameters: the manifest and both tags in one transaction (one write counted)
+      const put = await putManifest(registry.url, 'one/write', `${image.digest}?tag=a&tag=b`, image.body, image.mediaType);
+      assert.equal(put.status, 201);
+      assert.equal(await index.changesOf('one/write'), before + 1);
+      assert.deepEqual((await index.readRepository('one/write'))?.tags.map((t) => [t.name, t.digest]), [['a', image.digest], ['b', image.digest], ['v1', image.digest]]);
+      assert.deepEqual((await index.tagHistory('one/write', 'a')).map((h) => [h.digest, h.to]), [[image.digest, null]]);
+
+      // a rebuild's read of storage from before a blob link was deleted must not put the link back
+      const facts = await readRepositoryFacts(registry.app.driver, 'one/write');
+      const changes = await index.changesOf('one/write');
+      const layer = image.blobs[1].digest;
+      assert.equal((await fetch(`${registry.url}/v2/one/write/blobs/${layer}`, { method: 'DELETE' })).status, 202);
+      assert.equal(await index.changesOf('one/write'), changes + 1);
+      await assert.rejects(index.replaceRepository(facts, facts.hasManifests, changes), RepositoryChangedError);
+      assert.ok(!(await index.readRepository('one/write'))?.blobs.some((b) => b.digest === layer));
+    });
+
+    it("a rebuild's batch writes the repositories nobody wrote to and leaves the one the request path wrote to since its read", async () => {
+      const root = await mkdtemp(join(dir, 'batch-'));
+      const index = await openMetadataIndex(validateConfig({ version: '0.1', storage: { filesystem: { rootdirectory: root } }, metadata: await engine.fresh() }, 'test'));
+      indexes.push(index);
+      const digest = (n: number) => `sha256:${String(n).repeat(64)}`;
+      const pushed = '2026-01-01T00:00:00.000Z';
+      const facts = (name: string): RepositoryFacts => ({
+        name,
+        manifests: [{ repository: name, digest: digest(1), mediaType: 'application/vnd.oci.image.manifest.v1+json', size: 100, configDigest: digest(2), platforms: [], labels: {}, annotations: {}, subject: null, pushed, imageSize: 300, created: null }],
+        tags: [{ name: 'v1', digest: digest(1), pushed }],
+        blobs: [{ digest: digest(2), size: 200 }],
+      });
+      // read from storage before the push of b/app:other; the rebuild writes after it
+      const batch = ['a/app', 'b/app', 'c/app'].map((name) => ({ facts: facts(name), hasManifests: true, expectChanges: 0 }));
+      await index.tagMoved('b/app', 'other', digest(3));
+      assert.deepEqual(await index.replaceRepositories(batch), ['b/app']);
+      for (const name of ['a/app', 'c/app']) assert.deepEqual(await index.readRepository(name), { hasManifests: true, ...facts(name) }, name);
+      assert.deepEqual((await index.readRepository('b/app'))?.tags.map((t) => t.name), ['other']);
+      assert.deepEqual((await index.readRepository('b/app'))?.manifests, []);
+      // read again with its count, b/app is written too (its tag that storage does not have goes)
+      assert.deepEqual(await index.replaceRepositories([{ facts: facts('b/app'), hasManifests: true, expectChanges: 1 }]), []);
+      assert.deepEqual(await index.readRepository('b/app'), { hasManifests: true, ...facts('b/app') });
+    });
+
     it("records who moved a tag in the tag's history", async () => {
       const htpasswd = join(dir, `htpasswd-${++counter}`);
       await writeHtpasswd(htpasswd, { alice: 'alice-pw' });
@@ -262,9 +310,12 @@ for (const engine of ENGINES) {
       assert.deepEqual((await index.readRepository('crash/app'))?.manifests, []);
 
       const differences: string[] = [];
-      assert.equal(await verifyIndex(driver, index, (line) => differences.push(line)), 2);
-      // the tag's link comes after the index write in a push: the crash left it unwritten
-      assert.deepEqual(differences, ['crash/app: has _manifests in storage, the index says the opposite', `crash/app@${image.digest}: manifest in storage, not in the index`]);
+      assert.equal(await verifyIndex(driver, index, (line) => differences.push(line)), 3);
+      assert.deepEqual(differences.sort(), [
+        'crash/app: has _manifests in storage, the index says the opposite',
+        `crash/app:v1: tag in storage (${image.digest}), not in the index`,
+        `crash/app@${image.digest}: manifest in storage, not in the index`,
+      ]);
       await rebuildIndex(driver, index);
       assert.equal(await verifyIndex(driver, index, () => undefined), 0);
       assert.deepEqual((await index.readRepository('crash/app'))?.manifests.map((m) => m.digest), [image.digest]);

@@ -6,6 +6,7 @@
  * storage is dropped; and the pass runs on the registry's scheduler, every metadata.reconcile.interval.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,7 @@ import { openMetadataIndex } from '../../src/features/metadata.js';
 import type { MetadataIndex } from '../../src/metadata/metadata-index.js';
 import type { Digest } from '../../src/registry/digest.js';
 import { reconcileIndex } from '../../src/registry/indexing/reconcile.js';
+import { blobData, layerLink } from '../../src/registry/layout.js';
 import { verifyIndex } from '../../src/registry/indexing/verify-index.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
@@ -154,6 +156,25 @@ describe('the reconciler', () => {
     assert.deepEqual(await differences(driver, index), []);
     const rows = await index.readRepository('crash/app');
     assert.deepEqual(rows?.manifests.map((m) => m.digest), [image.digest]);
+  });
+
+  it("sees a link's content completed by another push at the next pass, though the repository's directories did not change", async () => {
+    const root = await mkdtemp(join(dir, 'completed-'));
+    const driver = new FilesystemDriver({ rootdirectory: root, settleMs: 0 });
+    const index = await freshIndex(root);
+    const content = Buffer.from(`a layer ${Math.random()}`);
+    const digest = `sha256:${createHash('sha256').update(content).digest('hex')}` as Digest;
+    // a push to dangling/app was cut after its link and before its content (a kill)
+    await driver.putContent(layerLink('dangling/app', digest), Buffer.from(digest));
+    assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).read, 1);
+    assert.deepEqual((await index.readRepository('dangling/app'))?.blobs, []);
+    assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).skipped, 1);
+    // another repository's push stores the content
+    await driver.putContent(blobData(digest), content);
+    assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).read, 1);
+    assert.deepEqual((await index.readRepository('dangling/app'))?.blobs, [{ digest, size: content.length }]);
+    assert.deepEqual(await differences(driver, index), []);
+    assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).skipped, 1);
   });
 
   it('runs on the scheduler every metadata.reconcile.interval, by one instance', async () => {

@@ -13,7 +13,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 // types only: the index's modules (and Kysely) load only when the index is on (features/metadata.ts)
-import type { Keyset, RepositoryFigures, RepositorySort, TagSort } from '../../metadata/browse.js';
+import type { Keyset, RepositoryFigures, RepositorySort, TagColumn } from '../../metadata/browse.js';
 import { RegistryError } from '../../registry/errors.js';
 import { checkTag, isRepositoryName } from '../../registry/names.js';
 import { visibleRows } from '../../registry/visible-catalog.js';
@@ -28,7 +28,9 @@ type Of<K extends Route['kind']> = Extract<Route, { kind: K }>;
 
 /** the sorts each listing accepts, the default first */
 const REPOSITORY_SORTS: readonly RepositorySort[] = ['name', 'size', 'pushed', 'pulls'];
-const TAG_SORTS: readonly TagSort[] = ['name', 'pushed', 'size'];
+const TAG_SORTS: readonly TagColumn[] = ['name', 'pushed', 'size', 'imageSize', 'created', 'platforms', 'mediaType', 'digest'];
+/** the tag sorts a tag may have no value in (such tags come last; a cursor among them has an empty value) */
+const TAG_SORTS_NULLABLE: ReadonlySet<TagColumn> = new Set(['imageSize', 'created', 'platforms', 'mediaType']);
 /** results per kind of a search without `n`, and the most */
 const SEARCH_PAGE = { defaultN: 20, max: 100 };
 /** the longest search text (`q`) accepted */
@@ -73,19 +75,19 @@ export const getRepositories: Handler<Of<'ext-repositories'>> = async (req, repl
   return json(reply, { repositories: found.rows });
 };
 
-/** GET /v2/<name>/_berth/ext/tags?n=&last=&sort=name|pushed|size&desc=1 */
+/** GET /v2/<name>/_berth/ext/tags?n=&last=&sort=name|pushed|size|imageSize|created|platforms|mediaType|digest&desc=1 */
 export const getTagPage: Handler<Of<'ext-tags'>> = async (req, reply, route, services) => {
   const reads = await indexReads(services, `${EXTENSION}/ext/tags`);
   const page = parsePagination(req, { defaultN: DEFAULT_TAGS_PAGE, max: services.options.pageMax });
   const sort = parseSort(req, TAG_SORTS, 'tags');
   const desc = parseDesc(req);
-  const after = page.last === undefined ? undefined : parseCursor(page.last, sort);
+  const after = page.last === undefined ? undefined : parseTagCursor(page.last, sort);
   if (!(await reads.browse.hasRepository(route.name))) throw nameUnknown(route.name);
-  const rows = page.n === 0 ? [] : await reads.browse.tags(route.name, { sort, desc, after, limit: page.n + 1 });
-  const tags = rows.slice(0, page.n);
+  const rows = page.n === 0 ? [] : await reads.browse.sortedTags(route.name, { sort, desc, after, limit: page.n + 1 });
+  const tags = rows.slice(0, page.n).map(({ value: _, ...tag }) => tag);
   if (rows.length > page.n) {
-    const last = tags[tags.length - 1];
-    const cursor = cursorText(sort === 'name' ? { name: last.name } : { name: last.name, value: sort === 'size' ? last.size : last.pushed });
+    const last = rows[page.n - 1];
+    const cursor = sort === 'name' ? last.name : `${last.value ?? ''},${last.name}`;
     reply.header('link', link(services, `/v2/${route.name}/_berth/ext/tags`, { n: String(page.n), last: cursor, sort, ...(desc && { desc: '1' }) }));
   }
   return json(reply, { name: route.name, tags });
@@ -188,7 +190,7 @@ function parseDesc(req: FastifyRequest): boolean {
  * A page's `last`: the name when sorting by name; `<value>,<name>` for another sort (neither a
  * name, a tag nor a time holds a comma), as the Link header gives it.
  */
-function parseCursor(last: string, sort: RepositorySort | TagSort): Keyset {
+function parseCursor(last: string, sort: RepositorySort): Keyset {
   if (sort === 'name') return { name: last };
   const [value, name] = splitCursor(last);
   const numeric = sort === 'size' || sort === 'pulls';
@@ -196,6 +198,21 @@ function parseCursor(last: string, sort: RepositorySort | TagSort): Keyset {
     throw badParameter(`last: ${JSON.stringify(last)} is not a cursor of sort=${sort} (<${numeric ? 'number' : 'time'}>,<name>, as the Link header gives it)`);
   }
   return { name, value: numeric ? Number(value) : value };
+}
+
+/**
+ * A tag page's `last`: the tag when sorting by name, else `<value>,<tag>` split at the last comma
+ * (a tag holds none; a value may: the platforms), the value empty among the tags without one.
+ */
+function parseTagCursor(last: string, sort: TagColumn): Keyset {
+  if (sort === 'name') return { name: last };
+  const comma = last.lastIndexOf(',');
+  const value = last.slice(0, comma);
+  const numeric = sort === 'size' || sort === 'imageSize';
+  if (comma < 0 || (value === '' ? !TAG_SORTS_NULLABLE.has(sort) : numeric && !/^\d{1,16}$/.test(value))) {
+    throw badParameter(`last: ${JSON.stringify(last)} is not a cursor of sort=${sort} (<${numeric ? 'number' : 'value'}>,<tag>, as the Link header gives it)`);
+  }
+  return { name: last.slice(comma + 1), value: value === '' ? null : numeric ? Number(value) : value };
 }
 
 function splitCursor(last: string): [string, string | undefined] {

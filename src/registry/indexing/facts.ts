@@ -21,6 +21,8 @@ import { describeManifest } from './describe.js';
 export interface StoredRepository extends RepositoryFacts {
   /** the repository has `_manifests` (the catalog lists it) */
   hasManifests: boolean;
+  /** `_layers` links whose content is not stored (left out of `blobs`: they count once it is) */
+  unstoredLinks: string[];
 }
 
 /** `cache`: content shared by the repositories of one walk (the rebuild), read once */
@@ -40,13 +42,14 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string, c
     if (digest && stat) tags.push({ name: tag, digest, pushed: stat.modTime.toISOString() });
   });
   const blobs: BlobLinkRecord[] = [];
+  const unstoredLinks: string[] = [];
   const layers = await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm));
   await forEach(layers.digests, READS, async (digest) => {
     if (!(await linksTo(driver, layout.layerLink(name, digest), digest))) return;
-    // content online collection moved to its trash still counts: a request takes it back (gc/touch.ts)
-    const stat = async () => (await unlessMissing(driver.stat(layout.blobData(digest))))?.size ?? (await unlessMissing(driver.stat(layout.gcTrashData(digest))))?.size;
+    const stat = () => storedSize(driver, digest);
     const size = await (cache ? cache.size(digest, stat) : stat());
     if (size !== undefined) blobs.push({ digest, size });
+    else unstoredLinks.push(digest);
   });
   return {
     name,
@@ -54,7 +57,13 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string, c
     manifests: manifests.sort((a, b) => byCodeUnit(a.digest, b.digest)),
     tags: tags.sort((a, b) => byCodeUnit(a.name, b.name)),
     blobs: blobs.sort((a, b) => byCodeUnit(a.digest, b.digest)),
+    unstoredLinks: unstoredLinks.sort(byCodeUnit),
   };
+}
+
+/** the size of a blob's stored content; undefined when none is. Content online collection moved to its trash still counts: a request takes it back (gc/touch.ts) */
+export async function storedSize(driver: StorageDriver, digest: Digest): Promise<number | undefined> {
+  return (await unlessMissing(driver.stat(layout.blobData(digest))))?.size ?? (await unlessMissing(driver.stat(layout.gcTrashData(digest))))?.size;
 }
 
 /** the revision as served (the signed bytes of a signed first-generation manifest); undefined when its content is gone */

@@ -1,19 +1,29 @@
 /**
  * `berth index rebuild`: walks storage (gc/repositories.ts, every repository directory) and makes
- * the index hold what storage holds, one repository per transaction, a few repositories at once.
- * Repositories the index has and storage does not are dropped; the tags' history is kept (a tag
- * that moved or went while the index was not told is closed at the rebuild's time). At the end the
- * index records when it was rebuilt (REBUILT_KEY).
+ * the index hold what storage holds, a few repositories read at once and written in batches, many
+ * repositories per transaction (docs/decisions.md, "The index's writes: one per push, batches for the rebuild"). Repositories the index
+ * has and storage does not are dropped; the tags' history is kept (a tag that moved or went while
+ * the index was not told is closed at the rebuild's time). At the end the index records when it
+ * was rebuilt (REBUILT_KEY).
  */
 import type { StorageDriver } from '../../storage/driver.js';
 import { REBUILT_KEY, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import { ContentCache } from './content-cache.js';
+import { readRepositoryFacts, type StoredRepository } from './facts.js';
 import { replaceFromStorage } from './reindex.js';
 
-/** repositories read and written at once */
+/** repositories read at once */
 export const REBUILD_REPOSITORIES = 8;
+
+/**
+ * a batch is written once it holds this many repositories or rows (manifests, tags, links): big
+ * enough that commits stop costing most of the time, small enough that the transaction holds
+ * the database (and, on SQLite, this process's one connection) for tens of milliseconds only
+ */
+export const BATCH_REPOSITORIES = 64;
+export const BATCH_ROWS = 4_000;
 
 export interface RebuildSummary {
   repositories: number;
@@ -27,8 +37,9 @@ export const REBUILD_ATTEMPTS = 10;
 
 /**
  * Safe while berth serves: a repository's rows are replaced only if the request path wrote nothing
- * to it between the storage read and the replacement (MetadataIndex counts those writes), else it
- * is read again; a repository is dropped only if nothing was written to it since before the walk.
+ * to it between the storage read and the replacement (MetadataIndex counts those writes; the
+ * counts read before the walk are the expected ones), else it is read again on its own; a
+ * repository is dropped only if nothing was written to it since before the walk.
  * `signal`: stop between repositories (the registry is shutting down).
  */
 export async function rebuildIndex(
@@ -42,14 +53,40 @@ export async function rebuildIndex(
   const cache = new ContentCache();
   const names: string[] = [];
   for await (const name of repositoryNames(driver)) names.push(name);
-  await forEach(names, REBUILD_REPOSITORIES, async (name) => {
-    const facts = await replaceFromStorage(driver, index, name, { attempts: REBUILD_ATTEMPTS, cache, signal: options.signal });
-    seen.add(name);
+  const done = (facts: StoredRepository) => {
+    seen.add(facts.name);
     summary.repositories++;
     summary.manifests += facts.manifests.length;
     summary.tags += facts.tags.length;
     options.progress?.(summary);
+  };
+  // one batch written at a time, while the next is read
+  let batch: StoredRepository[] = [];
+  let rows = 0;
+  let writing = Promise.resolve();
+  const write = (repositories: StoredRepository[]) => {
+    writing = writing.then(async () => {
+      options.signal?.throwIfAborted();
+      const changed = new Set(await index.replaceRepositories(repositories.map((facts) => ({ facts, hasManifests: facts.hasManifests, expectChanges: before.get(facts.name) ?? 0 }))));
+      for (const facts of repositories) {
+        // written to meanwhile: read again, alone, with its count read anew
+        done(changed.has(facts.name) ? await replaceFromStorage(driver, index, facts.name, { attempts: REBUILD_ATTEMPTS, cache, signal: options.signal }) : facts);
+      }
+    });
+    return writing;
+  };
+  await forEach(names, REBUILD_REPOSITORIES, async (name) => {
+    options.signal?.throwIfAborted();
+    const facts = await readRepositoryFacts(driver, name, cache);
+    batch.push(facts);
+    rows += facts.manifests.length + facts.tags.length + facts.blobs.length;
+    if (batch.length < BATCH_REPOSITORIES && rows < BATCH_ROWS) return;
+    const full = batch;
+    batch = [];
+    rows = 0;
+    await write(full);
   });
+  if (batch.length > 0) await write(batch);
   for (const [name, changes] of before) {
     if (seen.has(name)) continue;
     options.signal?.throwIfAborted();

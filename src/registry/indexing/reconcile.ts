@@ -10,9 +10,11 @@
  * about its directories without reading a file, fingerprint() below) differs from the one the
  * index keeps from the last read (metadata/storage-versions.ts). Memory: the names of the
  * repositories (to find those the index has and storage no longer does) and the repositories in
- * progress; never the whole registry. A full pass (no fingerprint trusted) runs once per
- * FULL_PASS_MS, for what no repository directory shows: a blob's content deleted under its
- * `_layers` link, a configuration blob arriving after its manifest.
+ * progress; never the whole registry. A link whose content was missing at the last read is kept
+ * with the fingerprint and checked on each pass (its content completed by another push changes no
+ * directory of the repository). A full pass (no fingerprint trusted) runs once per FULL_PASS_MS,
+ * for what no repository directory shows otherwise: a blob's content deleted under its `_layers`
+ * link, a configuration blob arriving after its manifest.
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -21,13 +23,13 @@ import { StorageVersions } from '../../metadata/storage-versions.js';
 import type { Clock } from '../../scheduler/clock.js';
 import type { PeriodicTask } from '../../scheduler/scheduler.js';
 import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../storage/driver.js';
-import { ALGORITHMS } from '../digest.js';
+import { ALGORITHMS, isDigest } from '../digest.js';
 import { READS } from '../gc/graph.js';
 import { repositoryNames } from '../gc/repositories.js';
 import * as layout from '../layout.js';
 import { forEach, mapLimited } from '../pool.js';
 import { sharedPass } from '../shared-schedule.js';
-import { readRepositoryFacts } from './facts.js';
+import { readRepositoryFacts, storedSize } from './facts.js';
 import { inStorage } from './reindex.js';
 import { compareRepository } from './verify-index.js';
 
@@ -43,6 +45,11 @@ export const FULL_PASS_KEY = 'reconciled-full';
  * are whole seconds; a filesystem's a few ms), and a rewrite of a link in place keeps its size.
  */
 export const SETTLE_MS = 2_000;
+/**
+ * `_layers` links without content a repository's kept fingerprint remembers (after a space each),
+ * so a pass checks whether their content arrived (a stat each): beyond them, the full pass sees it
+ */
+export const UNSTORED_KEPT = 32;
 
 export interface ReconcileOptions {
   /** read every repository, whatever its fingerprint */
@@ -79,7 +86,9 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     summary.repositories++;
     try {
       const before = await fingerprint(driver, name, storeNow);
-      if (!options.full && before.settled && before.version === (await versions.get(name))) {
+      const [kept, ...unstored] = (await versions.get(name))?.split(' ') ?? [];
+      // a link whose content was missing at the last read counts once another push stored the content, which leaves the repository's directories as they were
+      if (!options.full && before.settled && before.version === kept && !(await anyStored(driver, unstored))) {
         summary.skipped++;
         return;
       }
@@ -97,7 +106,7 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
       if (rows) compareRepository(facts, rows, () => (differs = true));
       // equal already (most repositories of a full pass): nothing to write
       if (differs) await index.replaceRepository(facts, facts.hasManifests, changes);
-      if (before.settled) await versions.set(name, before.version);
+      if (before.settled) await versions.set(name, [before.version, ...facts.unstoredLinks.slice(0, UNSTORED_KEPT)].join(' '));
       else await versions.forget(name);
       summary.read++;
     } catch (err) {
@@ -122,6 +131,12 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
   }
   if (options.full) await index.dropUnlinkedBlobs(); // as a rebuild ends
   return summary;
+}
+
+/** has any of these blobs' content been stored since? */
+async function anyStored(driver: StorageDriver, digests: string[]): Promise<boolean> {
+  for (const digest of digests) if (isDigest(digest) && (await storedSize(driver, digest)) !== undefined) return true;
+  return false;
 }
 
 interface Fingerprint {

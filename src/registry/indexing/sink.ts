@@ -8,7 +8,11 @@
 import type { ManifestRecord, RepositoryFacts } from '../../metadata/records.js';
 
 export interface IndexSink {
-  manifestStored(record: ManifestRecord): Promise<void>;
+  /**
+   * the manifest is stored and each of `tags` names it in storage: one write for the whole PUT
+   * (one transaction); `pushedBy`: the authenticated user who pushed, if any
+   */
+  manifestStored(record: ManifestRecord, tags?: readonly string[], pushedBy?: string): Promise<void>;
   /** the manifest's revision is gone (its tags were reported by tagRemoved first) */
   manifestRemoved(repository: string, digest: string): Promise<void>;
   /** the tag names `digest` now; `pushedBy`: the authenticated user who pushed, if any */
