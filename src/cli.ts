@@ -5,16 +5,7 @@ import { paceShortLivedBuffers } from './runtime/gc-pacing.js';
 import { ConfigError } from './config/load.js';
 import { StorageError } from './storage/driver.js';
 import { VERSION } from './version.js';
-import { checkConfig, printSchema } from './cli/config.js';
-import { garbageCollect } from './cli/garbage-collect.js';
-import { serve } from './cli/serve.js';
-import { purge } from './cli/uploads-purge.js';
 import { COMMANDS, USAGE } from './cli/usage.js';
-import { verifyStorage } from './cli/verify.js';
-import { indexCommand } from './cli/metadata-index.js';
-import { replicateCommand } from './cli/replicate.js';
-import { auditCommand } from './cli/audit.js';
-import { tokenCommand } from './cli/token.js';
 
 const HELP_FLAGS = new Set(['-h', '--help']);
 
@@ -33,31 +24,32 @@ function help(command: string | undefined): number {
   return 0;
 }
 
+/** each command's modules are loaded when it runs: a command's memory is its own (the offline collector's peak, issue 31) */
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command !== undefined && command in COMMANDS && rest.some((arg) => HELP_FLAGS.has(arg))) return help(command);
   switch (command) {
     case 'serve':
-      return serve(rest[0]);
+      return (await import('./cli/serve.js')).serve(rest[0]);
     case 'config':
-      if (rest[0] === 'check' && rest[1]) return checkConfig(rest[1]);
-      if (rest[0] === 'schema' && rest.length === 1) return printSchema();
+      if (rest[0] === 'check' && rest[1]) return (await import('./cli/config.js')).checkConfig(rest[1]);
+      if (rest[0] === 'schema' && rest.length === 1) return (await import('./cli/config.js')).printSchema();
       break;
     case 'uploads':
-      if (rest[0] === 'purge') return purge(rest.slice(1));
+      if (rest[0] === 'purge') return (await import('./cli/uploads-purge.js')).purge(rest.slice(1));
       break;
     case 'verify':
-      return verifyStorage(rest);
+      return (await import('./cli/verify.js')).verifyStorage(rest);
     case 'garbage-collect':
-      return garbageCollect(rest);
+      return (await import('./cli/garbage-collect.js')).garbageCollect(rest);
     case 'index':
-      return indexCommand(rest);
+      return (await import('./cli/metadata-index.js')).indexCommand(rest);
     case 'replicate':
-      return replicateCommand(rest);
+      return (await import('./cli/replicate.js')).replicateCommand(rest);
     case 'audit':
-      return auditCommand(rest);
+      return (await import('./cli/audit.js')).auditCommand(rest);
     case 'token':
-      return tokenCommand(rest);
+      return (await import('./cli/token.js')).tokenCommand(rest);
     case '-v':
     case '--version':
     case 'version':

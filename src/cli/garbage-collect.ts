@@ -3,11 +3,10 @@
  * collection; otherwise instances may be serving the storage, and the collection follows online
  * collection's protocol (docs/decisions.md, "Garbage collection (offline)")
  */
-import { startupDone } from '../runtime/startup-heap.js';
+import { existsSync } from 'node:fs';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
-import { createLogger } from '../log.js';
-import { openMetadataIndex } from '../features/metadata.js';
+import { metadataConnection, openMetadataIndex } from '../features/metadata.js';
 import { collectGarbage, summaryLine } from '../registry/gc/index.js';
 import type { RepositorySink } from '../registry/indexing/sink.js';
 import type { StorageDriver } from '../storage/driver.js';
@@ -17,7 +16,6 @@ import { commandDriver } from './storage.js';
 import { USAGE } from './usage.js';
 
 export async function garbageCollect(argv: string[]): Promise<number> {
-  startupDone(); // a collection allocates much while it walks the storage: V8's usual young generation
   const args = parseCollectArgs(argv);
   if (typeof args === 'string') {
     console.error(`berth garbage-collect: ${args}\n${USAGE}`);
@@ -30,7 +28,7 @@ export async function garbageCollect(argv: string[]): Promise<number> {
   }
   const driver = await commandDriver(config);
   // the index hears of every repository the collection changes, as the running registry's would
-  const index = config.metadata?.enabled && !args.dryRun ? await openMetadataIndex(config) : undefined;
+  const index = config.metadata?.enabled && !args.dryRun && indexExists(config) ? await openMetadataIndex(config) : undefined;
   try {
     await driver.ready?.();
     if (args.retention) await retentionBeforeCollection(driver, config, args, index);
@@ -44,6 +42,15 @@ export async function garbageCollect(argv: string[]): Promise<number> {
     await driver.close?.();
   }
   return 0;
+}
+
+/**
+ * an embedded database that was never created has nothing to tell (a registry that opens it builds
+ * it from storage), and opening it would create it and load the database's modules for nothing
+ */
+function indexExists(config: Config): boolean {
+  const connection = metadataConnection(config);
+  return !('sqlite' in connection) || existsSync(connection.sqlite.path);
 }
 
 /**
@@ -72,6 +79,7 @@ async function retentionBeforeCollection(driver: StorageDriver, config: Config, 
   const { compilePolicies } = await import('../registry/retention/policy.js');
   const { fixedTags } = await import('../policies/immutable-tags.js');
   const { Notifier } = await import('../notifications/notifier.js');
+  const { createLogger } = await import('../log.js');
   const notifier = new Notifier(config.notifications, createLogger(config.log, process.stderr));
   const summary = await applyRetention(driver, {
     policies: compilePolicies(config.storage.maintenance.retention!.policies),

@@ -4,8 +4,9 @@
  * when the registry then sits idle: some 13 MiB of idle RSS. Imported first by the CLI, so the
  * flag is set before the other modules load. Once the registry serves, `servingStarted()` lets
  * the young generation grow under load up to YOUNG_CAP only (V8 would take 2 × 16 MiB and keep
- * it): after each collection the factor is 2 below the cap and 1 at it. `startupDone()` gives V8
- * its default growth back, for the offline collector (docs/decisions.md, "Memory").
+ * it): after each collection the factor is 2 below the cap and 1 at it. The offline collector
+ * keeps the start-up's young generation: its walk's garbage is short-lived, and 2 × 16 MiB of it
+ * was a third of its peak RSS for no measured speed (docs/decisions.md, "Memory").
  * The growth factor is the one young-generation flag V8 reads at run time; the sizes are fixed
  * when the heap is set up.
  */
@@ -18,10 +19,6 @@ const DEFAULT_GROWTH = 2;
 const YOUNG_CAP = 8 * 1024 * 1024;
 
 setFlagsFromString('--semi-space-growth-factor=1');
-
-export function startupDone(): void {
-  setFlagsFromString(`--semi-space-growth-factor=${DEFAULT_GROWTH}`);
-}
 
 function youngSize(): number {
   return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;

@@ -9,9 +9,8 @@ import { readGraph } from './graph.js';
 import { markRepository } from './mark.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from './repositories.js';
-import { sweepBlobs, sweepRepository } from './sweep.js';
-import { reindexRepository } from '../indexing/reindex.js';
-import type { RepositorySink } from '../indexing/sink.js';
+import { sweepBlobs, sweepRepository, type RepositorySweep } from './sweep.js';
+import type { IndexSink, RepositorySink } from '../indexing/sink.js';
 
 /** how many repositories are read, marked and swept at once */
 export const REPOSITORIES_AT_ONCE = 8;
@@ -27,9 +26,16 @@ export interface CollectOptions {
   now?: () => number;
   /** how far it got: repositories marked */
   progress?: (what: string, done: number, total?: number) => void;
-  /** the metadata index, told of the repositories whose manifests or blob links this collection changed */
-  index?: RepositorySink;
+  /** the metadata index, told of the manifests and blob links this collection deleted */
+  index?: CollectedIndex;
 }
+
+/**
+ * What the collection tells the index: each manifest and `_layers` link it deleted, as the request
+ * path's deletes do (nothing else writes meanwhile, so no repository needs reading again); a
+ * repository left without a manifest or link is read whole, as it may be gone from storage.
+ */
+export type CollectedIndex = RepositorySink & Pick<IndexSink, 'manifestRemoved' | 'blobUnlinked'>;
 
 export interface CollectSummary {
   repositories: number;
@@ -61,7 +67,7 @@ export async function collectGarbage(driver: StorageDriver, options: CollectOpti
     summary.manifestsKept += mark.kept.size;
     summary.manifestsDeleted += swept.manifests;
     summary.layerLinksDeleted += swept.layerLinks;
-    if (options.index && !options.dryRun && swept.manifests + swept.layerLinks > 0) await reindexRepository(driver, options.index, name);
+    if (options.index && !options.dryRun) await tellIndex(driver, options.index, name, mark.unkept, swept);
     options.progress?.('repositories marked', summary.repositories);
   });
   const blobs = await sweepBlobs(driver, marked, sweepOptions);
@@ -70,6 +76,18 @@ export async function collectGarbage(driver: StorageDriver, options: CollectOpti
   summary.bytesFreed = blobs.bytes;
   summary.durationMs = now() - started;
   return summary;
+}
+
+async function tellIndex(driver: StorageDriver, index: CollectedIndex, name: string, manifests: readonly string[], swept: RepositorySweep): Promise<void> {
+  if (manifests.length + swept.unlinked.length === 0) return;
+  if (swept.linksLeft + swept.manifestsLeft === 0) {
+    // loaded only then: the collection without an index, or with nothing to tell it, never loads the database's modules
+    const { reindexRepository } = await import('../indexing/reindex.js');
+    await reindexRepository(driver, index, name);
+    return;
+  }
+  for (const digest of manifests) await index.manifestRemoved(name, digest);
+  for (const digest of swept.unlinked) await index.blobUnlinked(name, digest);
 }
 
 /** the summary as one line, e.g. for the command's last line of output */

@@ -27,6 +27,11 @@ export interface SweepOptions {
 export interface RepositorySweep {
   manifests: number;
   layerLinks: number;
+  /** the digests whose `_layers` links went (or, in a dry run, would go) */
+  unlinked: string[];
+  /** manifests kept and `_layers` links left */
+  manifestsLeft: number;
+  linksLeft: number;
 }
 
 export async function sweepRepository(driver: StorageDriver, graph: RepositoryGraph, mark: RepositoryMark, options: SweepOptions): Promise<RepositorySweep> {
@@ -64,7 +69,7 @@ export async function sweepRepository(driver: StorageDriver, graph: RepositoryGr
     unused = unused.filter((digest) => !young.has(digest));
   }
   await forEach(unused, READS, (digest) => remove(layout.layerLinkDir(name, digest), 'layer link'));
-  return { manifests: mark.unkept.length, layerLinks: unused.length };
+  return { manifests: mark.unkept.length, layerLinks: unused.length, unlinked: unused, manifestsLeft: mark.kept.size, linksLeft: links.digests.length - unused.length };
 }
 
 /** berth's referrers index: the entries of referrers that are not kept (a subject with none left goes whole) */

@@ -6,7 +6,7 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { flattenedVerify, importJWK, type JWK } from 'jose';
+import type { JWK, importJWK } from 'jose';
 import { RegistryError } from '../errors.js';
 import { LayerMediaTypes } from './mediatypes.js';
 import { arrayOrEmpty, isObject, optionalString, requireDigest, requireObject, requireSchemaVersion, requireString, manifestInvalid, type JSONObject } from './fields.js';
@@ -91,6 +91,8 @@ async function verifySignature(block: SignatureBlock, encodedPayload: string): P
   const { field, alg } = block;
   if (!ALGORITHMS.includes(alg)) throw unverified('alg', `${field}.header.alg`, `unsupported algorithm ${JSON.stringify(alg)}, expected one of ${ALGORITHMS.join(', ')}`);
   const jwk = publicJWK(block.jwk, field);
+  // loaded when a signature is checked: the commands that only read manifests (the offline collector) never load jose
+  const { flattenedVerify, importJWK } = await import('jose');
   let key: Awaited<ReturnType<typeof importJWK>>;
   try {
     key = await importJWK(jwk, alg);
