@@ -55,7 +55,8 @@ export class PullCounts {
 
   /** writes what was counted (one flush at a time; a failed one puts its counts back for the next) */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.write());
+    // after the previous flush, failed or not (its failure went to its caller): a rejected chain would refuse every later write
+    this.flushing = this.flushing.catch(() => undefined).then(() => this.write());
     return this.flushing;
   }
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { openMetadataIndex } from '../../src/features/metadata.js';
-import { FLUSH_MS } from '../../src/metadata/pulls.js';
+import { FLUSH_MS, PullCounts } from '../../src/metadata/pulls.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { buildImage, pushImageOK } from '../helpers/images.js';
 import { ManualClock } from '../helpers/manual-clock.js';
@@ -52,5 +52,33 @@ describe('pull counts in the metadata index', () => {
     await get('v1');
     await registry.app.close();
     assert.deepEqual(await pullsOf(registry, 'pulls/app', image.digest), { count: 6, last: '2026-11-25T12:00:06.000Z' });
+  });
+});
+
+describe('PullCounts after a failed write', () => {
+  it('writes again at the next flush, with the counts of the batch that failed', async () => {
+    // a database whose first transaction fails and whose later ones record the updates they run
+    let calls = 0;
+    const updates: string[] = [];
+    const db = {
+      transaction: () => ({
+        execute: async (work: (tx: unknown) => Promise<void>) => {
+          if (++calls === 1) throw new Error('database is locked');
+          const tx = {
+            updateTable: () => ({
+              set: () => ({ where: (_c: string, _o: string, repository: string) => ({ where: (_d: string, _p: string, digest: string) => ({ execute: async () => void updates.push(`${repository}@${digest}`) }) }) }),
+            }),
+          };
+          await work(tx);
+        },
+      }),
+    };
+    const counts = new PullCounts(db as never, () => Date.parse('2026-11-26T00:00:00Z'));
+    counts.pulled('team/app', 'sha256:aa');
+    await assert.rejects(counts.flush(), /database is locked/);
+    counts.pulled('team/app', 'sha256:bb');
+    await counts.flush();
+    assert.deepEqual(updates.sort(), ['team/app@sha256:aa', 'team/app@sha256:bb']);
+    assert.equal(counts.size, 0);
   });
 });
