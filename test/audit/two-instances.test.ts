@@ -15,22 +15,12 @@ import { stringify } from 'yaml';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerthProcess, REPO_ROOT, type BerthProcess } from '../helpers/berth-process.js';
 import { buildImage, type Image } from '../helpers/images.js';
+import type { AuditRow } from '../../src/metadata/audit.js';
 
 const run = promisify(execFile);
 
 const ALICE = basic('alice', 'alice-secret');
 const BOB = basic('bob', 'bob-secret');
-
-interface Exported {
-  at: string;
-  actor?: string;
-  address?: string;
-  action: string;
-  repository?: string;
-  target?: string;
-  outcome: string;
-  detail?: string;
-}
 
 async function push(base: string, name: string, image: Image, reference: string, authorization: string): Promise<Response> {
   for (const blob of image.blobs) {
@@ -63,12 +53,12 @@ describe('audit log on two instances', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const exportLines = async (...flags: string[]): Promise<Exported[]> => {
+  const exportLines = async (...flags: string[]): Promise<AuditRow[]> => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'audit', 'export', ...flags, a!.configFile], { cwd: REPO_ROOT, timeout: 30_000 });
     return stdout
       .split('\n')
       .filter((line) => line !== '')
-      .map((line) => JSON.parse(line) as Exported);
+      .map((line) => JSON.parse(line) as AuditRow);
   };
 
   it('records each write, sign-in failure and denial once, with who, what, when and where', async () => {

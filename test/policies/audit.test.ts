@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FLUSH_MS } from '../../src/audit/sink.js';
+import type { AuditRow } from '../../src/metadata/audit.js';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { buildImage, type Image } from '../helpers/images.js';
@@ -17,16 +18,6 @@ import { ManualClock } from '../helpers/manual-clock.js';
 
 const ALICE = basic('alice', 'alice-secret');
 const BOB = basic('bob', 'bob-secret');
-
-interface Record {
-  actor?: string;
-  address?: string;
-  action: string;
-  repository?: string;
-  target?: string;
-  outcome: string;
-  detail?: string;
-}
 
 describe('policy refusals in the audit log', () => {
   let dir: string;
@@ -66,11 +57,11 @@ describe('policy refusals in the audit log', () => {
     return fetch(`${registry.url}/v2/${name}/manifests/${tag}`, { method: 'PUT', body: image.body, headers: { authorization: ALICE, 'content-type': image.mediaType } });
   }
 
-  async function denials(): Promise<Record[]> {
+  async function denials(): Promise<AuditRow[]> {
     await clock.advance(FLUSH_MS);
     const res = await fetch(`${registry.url}/ui/api/audit?action=deny`, { headers: { authorization: ALICE } });
     assert.equal(res.status, 200, await res.clone().text());
-    return ((await res.json()) as { records: Record[] }).records;
+    return ((await res.json()) as { records: AuditRow[] }).records;
   }
 
   it('records an immutable tag moved, its manifest deleted, a push over the quota and an unsigned pull, once each', async () => {

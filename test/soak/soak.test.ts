@@ -6,7 +6,7 @@
  * store's pauses, no multipart upload after a purge, `berth verify` clean, `berth verify --index`
  * run against the index on PostgreSQL with no difference but those the index is not told of yet
  * (index-check.ts): the reconciler repairs a kill's leftovers within its interval, except a
- * blob link whose content another push completed, which waits for its hourly full pass.
+ * blob link whose content another push completed, which the next pass sees (the reconciler remembers such links).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
