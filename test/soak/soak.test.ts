@@ -5,8 +5,8 @@
  * instances are killed and radosgw is paused. Nothing acknowledged is lost, no 5xx outside the
  * store's pauses, no multipart upload after a purge, `berth verify` clean, `berth verify --index`
  * run against the index on PostgreSQL with no difference but those the index is not told of yet
- * (index-check.ts): the reconciler repairs a kill's leftovers within its interval, except a
- * blob link whose content another push completed, which the next pass sees (the reconciler remembers such links).
+ * (index-check.ts): the reconciler repairs a kill's leftovers within its interval (a blob link
+ * whose content was missing is remembered and looked at again at each pass).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
