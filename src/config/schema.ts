@@ -5,6 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { REPOSITORY_GLOB } from '../registry/names.js';
 import { parseDuration } from './duration.js';
 
 /** Go's strconv.ParseBool spellings, as Distribution reads them (YAML already makes true/True/TRUE booleans) */
@@ -43,7 +44,7 @@ const pattern = z.string().refine(
 /** a repository glob (src/registry/names.ts): `**`, `team/*`, `team/app` */
 const repositoryGlob = z
   .string()
-  .regex(/^(\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*(?:\/(?:\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*))*)$/, 'expected a repository glob such as "**", "team/*" or "team/app"');
+  .regex(REPOSITORY_GLOB, 'expected a repository glob such as "**", "team/*" or "team/app"');
 
 /** a key Distribution has and berth does not implement yet: refused with a clear message rather than ignored */
 const notYet = (what: string) =>
@@ -494,6 +495,12 @@ const token = z
     if (!value.realm && !value.autoredirect) ctx.addIssue({ code: 'custom', path: ['realm'], message: 'the realm (URL of the token service) is required unless autoredirect is true' });
   });
 
+/** an https URL, or plain http to a loopback address (tests): a key or a provider reached over plain http elsewhere could be anyone */
+function secureOrLoopback(url: string): boolean {
+  const parsed = new URL(url);
+  return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/.test(parsed.hostname));
+}
+
 /** the signing algorithms a federated issuer may use (asymmetric only: never `none` or HMAC) */
 const FEDERATION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'EdDSA'] as const;
 
@@ -524,7 +531,7 @@ const federatedIssuer = z
     issuer: z.string().min(1),
     jwksuri: z
       .url({ message: 'expected the URL of the issuer\'s JWKS, e.g. "https://token.actions.githubusercontent.com/.well-known/jwks"' })
-      .refine((url) => /^https:/i.test(url) || /^http:\/\/(127\.\d+\.\d+\.\d+|\[::1\]|localhost)(:\d+)?\//i.test(url), {
+      .refine(secureOrLoopback, {
         message: 'the keys must come over https (plain http only from 127.0.0.1, [::1] or localhost): anyone on the path could otherwise sign tokens',
       })
       .optional(),
@@ -586,11 +593,6 @@ const oidc = z
     if (value.sessionlifetime <= 0) ctx.addIssue({ code: 'custom', path: ['sessionlifetime'], message: 'expected a duration above 0, e.g. "8h"' });
     if (value.groupsrefresh <= 0) ctx.addIssue({ code: 'custom', path: ['groupsrefresh'], message: 'expected a duration above 0, e.g. "5m"' });
   });
-
-function secureOrLoopback(url: string): boolean {
-  const parsed = new URL(url);
-  return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/.test(parsed.hostname));
-}
 
 const auth = z
   .strictObject({

@@ -32,11 +32,11 @@ export function checkTag(tag: string): string {
   return tag;
 }
 
-/** `**`, `team/*`, `team/app`: what auth.access, policies and API tokens take (config/schema.ts checks the same) */
-const GLOB = /^(\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*(?:\/(?:\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*))*)$/;
+/** `**`, `team/*`, `team/app`: what auth.access, policies and API tokens take (config/schema.ts checks with it) */
+export const REPOSITORY_GLOB = /^(\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*(?:\/(?:\*\*|[a-z0-9*]+(?:[._-][a-z0-9*]+)*))*)$/;
 
 export function isRepositoryGlob(glob: string): boolean {
-  return glob.length <= MAX_NAME_LENGTH && GLOB.test(glob);
+  return glob.length <= MAX_NAME_LENGTH && REPOSITORY_GLOB.test(glob);
 }
 
 /**

@@ -77,12 +77,3 @@ export function isAttachment(manifest: unknown): boolean {
   if (m.config && typeof m.config.mediaType === 'string' && !IMAGE_CONFIGS.includes(m.config.mediaType)) return true;
   return Array.isArray(m.layers) && m.layers.length > 0 && m.layers.every((l) => typeof l?.mediaType === 'string' && ATTACHED_LAYERS.includes(l.mediaType));
 }
-
-/** a manifest's JSON; undefined for bytes that are not JSON */
-export function parseJSON(content: Buffer): unknown {
-  try {
-    return JSON.parse(content.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}

@@ -13,7 +13,8 @@
 import { LRUCache } from 'lru-cache';
 import type { Digest } from '../../registry/digest.js';
 import type { MatchedPolicy, PolicySet } from '../match.js';
-import { isAttachment, parseJSON } from './cosign.js';
+import { parseObject } from '../../registry/indexing/json-object.js';
+import { isAttachment } from './cosign.js';
 import type { KeySet } from './keys.js';
 import type { SignatureVerifier } from './verifier.js';
 
@@ -49,7 +50,7 @@ export class SignaturePolicy implements PullGate {
   async refusal(name: string, reference: { tag: string } | { digest: Digest }, manifest: { digest: Digest; content: Buffer }, caller: PullCaller): Promise<string | undefined> {
     const policy = this.policies.deciding(name, 'signatures');
     if (!policy?.options.signatures?.require || caller.mayPush) return undefined;
-    const json = parseJSON(manifest.content);
+    const json = parseObject(manifest.content);
     if (isAttachment(json)) return undefined;
     const keys = this.keySets.get(policy)!;
     if ((await this.signers(name, manifest.digest, json, keys)).length > 0) return undefined;

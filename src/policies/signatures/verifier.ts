@@ -11,7 +11,8 @@ import { LRUCache } from 'lru-cache';
 import type { ContentSource } from '../../registry/content.js';
 import type { Digest } from '../../registry/digest.js';
 import { RegistryError } from '../../registry/errors.js';
-import { isCosignTag, parseJSON, payloadNames, PAYLOAD_LIMIT, SIGNATURE_ARTIFACT_TYPE, signatureTag, signedLayers } from './cosign.js';
+import { parseObject } from '../../registry/indexing/json-object.js';
+import { isCosignTag, payloadNames, PAYLOAD_LIMIT, SIGNATURE_ARTIFACT_TYPE, signatureTag, signedLayers } from './cosign.js';
 import { signs, type KeySet } from './keys.js';
 
 /** what the verifier reads: the registry's content (storage, or the pull-through cache) */
@@ -43,7 +44,7 @@ export class SignatureVerifier {
     const manifests: unknown[] = tagged ? [tagged.json] : [];
     for (const referrer of referrers.slice(0, SIGNATURES_READ)) {
       const found = await missingIsUndefined(this.content.manifest(name, { digest: referrer as Digest }));
-      if (found) manifests.push(parseJSON(found.content));
+      if (found) manifests.push(parseObject(found.content));
     }
     const names = new Set<string>();
     for (const manifest of manifests) {
@@ -67,7 +68,7 @@ export class SignatureVerifier {
   /** the manifest a reference names, parsed; undefined when it is not there or not JSON */
   async manifestJSON(name: string, reference: { tag: string } | { digest: Digest }): Promise<{ digest: Digest; json: unknown } | undefined> {
     const found = await missingIsUndefined(this.content.manifest(name, reference));
-    return found && { digest: found.digest, json: parseJSON(found.content) };
+    return found && { digest: found.digest, json: parseObject(found.content) };
   }
 
   private taggedSignature(name: string, digest: Digest) {
