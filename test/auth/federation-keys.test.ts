@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { KeysUnavailable, RemoteKeys } from '../../src/auth/federation-keys.js';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
-import { JwtIssuer, makeKey } from '../helpers/jwt-issuer.js';
+import { JwtIssuer, makeKey, stopFixture } from '../helpers/jwt-issuer.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 
 const CLAIMS = { repository: 'acme/app' };
@@ -38,14 +38,7 @@ describe('federated keys from a JWKS URL', () => {
     await writeHtpasswd(join(dir, 'htpasswd'), {});
     registry = await startBerth({ auth: { htpasswd: { path: join(dir, 'htpasswd') }, federation: block(issuer, { jwksuri: issuer.jwksUrl }), failedlogins: { burst: 0 } } }, { clock });
   });
-  after(async () => {
-    try {
-      await registry?.stop();
-    } finally {
-      await issuer?.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  after(() => stopFixture(registry, issuer, dir));
 
   it('fetches the JWKS on first use, picks up a rotated key with one refetch, and rate-limits refetches', async () => {
     assert.equal(issuer.fetches, 0);
@@ -102,14 +95,7 @@ describe('federated keys from a JWKS file', () => {
     await writeHtpasswd(join(dir, 'htpasswd'), {});
     registry = await startBerth({ auth: { htpasswd: { path: join(dir, 'htpasswd') }, federation: block(issuer, { jwks: join(dir, 'jwks.json') }), failedlogins: { burst: 0 } } }, { clock });
   });
-  after(async () => {
-    try {
-      await registry?.stop();
-    } finally {
-      await issuer?.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  after(() => stopFixture(registry, issuer, dir));
 
   it('verifies with the keys of the file and never fetches', async () => {
     const ok = await fetch(`${registry.url}/v2/acme/app/tags/list`, { headers: { authorization: basic('ci', await issuer.sign({ sub: 'a', iat: now(), claims: CLAIMS })) } });

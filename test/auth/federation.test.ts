@@ -5,7 +5,7 @@
  * failed logins are limited; sign-ins reach the audit sink.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ import { RegistryError } from '../../src/registry/errors.js';
 import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { sha256 } from '../helpers/blobs.js';
-import { JwtIssuer, makeKey, type IssuerKey } from '../helpers/jwt-issuer.js';
+import { JwtIssuer, makeKey, type IssuerKey, stopFixture } from '../helpers/jwt-issuer.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 
 const MAIN = { repository: 'acme/app', ref: 'refs/heads/main' };
@@ -90,14 +90,7 @@ describe('federated JWTs as Basic passwords (htpasswd)', () => {
       { clock },
     );
   });
-  after(async () => {
-    try {
-      await registry?.stop();
-    } finally {
-      await issuer?.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  after(() => stopFixture(registry, issuer, dir));
 
   it('pushes and pulls with a token of the main branch, within its rule only', async () => {
     const token = await issuer.sign({ sub: SUB, iat: now(), claims: MAIN });
@@ -198,14 +191,7 @@ describe('federated JWTs at the built-in token issuer', () => {
       { clock },
     );
   });
-  after(async () => {
-    try {
-      await registry?.stop();
-    } finally {
-      await issuer?.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  after(() => stopFixture(registry, issuer, dir));
 
   it('issues a token for what the rule grants (GET with Basic), and it pushes', async () => {
     const jwt = await issuer.sign({ sub: SUB, iat: now(), claims: MAIN });
@@ -257,14 +243,7 @@ describe('federated JWTs and the failed-login limits', () => {
     await writeHtpasswd(join(dir, 'htpasswd'), {});
     registry = await startBerth({ auth: { htpasswd: { path: join(dir, 'htpasswd') }, federation: federationBlock(issuer), failedlogins: { burst: 2, every: '1m' } } }, { clock });
   });
-  after(async () => {
-    try {
-      await registry?.stop();
-    } finally {
-      await issuer?.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  after(() => stopFixture(registry, issuer, dir));
 
   it('counts refused tokens as failed logins: after the burst even a good token gets 429', async () => {
     const iat = Math.floor(clock.now() / 1000);

@@ -2,6 +2,7 @@
  * A local stand-in for a CI or Kubernetes token issuer: RSA keys made with jose, its JWKS served
  * on 127.0.0.1 (counting the fetches), and tokens signed with the claims a test asks for.
  */
+import { rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
@@ -80,5 +81,15 @@ export class JwtIssuer {
 
   stop(): Promise<void> {
     return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/** the end of a test with a registry, an issuer and a temporary directory: each stopped even when one before fails */
+export async function stopFixture(registry: { stop(): Promise<unknown> } | undefined, issuer: JwtIssuer | undefined, dir: string | undefined): Promise<void> {
+  try {
+    await registry?.stop();
+  } finally {
+    await issuer?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
   }
 }
