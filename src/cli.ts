@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `berth` command: serve, config check|schema, garbage-collect, verify, index rebuild, uploads purge, replicate, token, audit export (one file each in src/cli/). Exit codes: 0 done, 1 failed, 2 bad usage. */
-import './runtime/startup-heap.js'; // first: it holds the young generation while the others load
+import { compileFully } from './runtime/startup-heap.js'; // first: it holds the young generation and the compilers while the others load
 import { paceShortLivedBuffers } from './runtime/gc-pacing.js';
 import { ConfigError } from './config/load.js';
 import { StorageError } from './storage/driver.js';
@@ -27,6 +27,7 @@ function help(command: string | undefined): number {
 /** each command's modules are loaded when it runs: a command's memory is its own (the offline collector's peak, issue 31) */
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command !== 'serve') compileFully(); // only serving has a start-up to keep out of idle memory
   if (command !== undefined && command in COMMANDS && rest.some((arg) => HELP_FLAGS.has(arg))) return help(command);
   switch (command) {
     case 'serve':

@@ -1,5 +1,5 @@
 /** `berth serve [CONFIG.yml]`: the registry, in this process or in several workers (src/workers/). */
-import { servingStarted } from '../runtime/startup-heap.js';
+import { compileFully, servingStarted } from '../runtime/startup-heap.js';
 import { loadConfig } from '../config/load.js';
 import { createLogger } from '../log.js';
 import { checkNamedFiles } from './config.js';
@@ -15,6 +15,7 @@ export async function serve(file: string | undefined): Promise<number> {
     const logger = createLogger(config.log);
     for (const warning of warnings) logger.warn(warning);
     const { runWorkers } = await import('../workers/index.js');
+    compileFully(); // it serves the debug listener
     return runWorkers({ count: config.http.workers, logger, debug: config.http.debug });
   }
   // imported here: the other commands (garbage-collect) do not load the web server and its modules

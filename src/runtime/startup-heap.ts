@@ -9,6 +9,12 @@
  * was a third of its peak RSS for no measured speed (docs/decisions.md, "Memory").
  * The growth factor is the one young-generation flag V8 reads at run time; the sizes are fixed
  * when the heap is set up.
+ *
+ * The compilers beyond the interpreter (Sparkplug, TurboFan) wait too: start-up code runs once,
+ * and compiling it kept some 9 MiB of idle RSS (TurboFan's background jobs grow malloc arenas,
+ * Sparkplug's code stays in the code space). `compileFully()` turns them back on before any
+ * request is served or any other command runs, so hot paths are optimized as before
+ * (docs/performance.md, "Idle RSS").
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
@@ -19,6 +25,14 @@ const DEFAULT_GROWTH = 2;
 const YOUNG_CAP = 8 * 1024 * 1024;
 
 setFlagsFromString('--semi-space-growth-factor=1');
+setFlagsFromString('--no-sparkplug');
+setFlagsFromString('--no-turbofan');
+
+/** start-up is over (or the command is not `serve`): V8's usual compilers from now on */
+export function compileFully(): void {
+  setFlagsFromString('--sparkplug');
+  setFlagsFromString('--turbofan');
+}
 
 function youngSize(): number {
   return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
@@ -26,6 +40,7 @@ function youngSize(): number {
 
 /** the registry serves: the young generation may grow, to YOUNG_CAP */
 export function servingStarted(): void {
+  compileFully();
   let factor = 0;
   const hold = () => {
     const next = youngSize() * DEFAULT_GROWTH <= YOUNG_CAP ? DEFAULT_GROWTH : 1;
