@@ -108,7 +108,7 @@ function machineStart(): Machine {
     node: process.version,
     distribution: distributionVersion(),
     berthCommit: `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--', 'src') ? ' (with uncommitted changes under src/)' : ''}`,
-    berthRun: fromSource ? 'from src/ through tsx: `node --import tsx src/cli.ts serve`' : 'compiled: `node .tmp/bench-dist/cli.js serve`',
+    berthRun: fromSource ? 'from src/ through tsx: `node --import tsx src/cli.ts serve`' : 'compiled and bundled as `npm run build` does: `node .tmp/bench-bundle/cli.js serve`',
     loadStart: loadavg(),
     loadEnd: [],
     started: new Date(),
@@ -207,7 +207,7 @@ async function main(): Promise<number> {
     for (const blob of [...used(fsScenarios, [big, ...eight]), ...used(s3Scenarios, [s3big, ...s3eight])]) blob.digest();
 
     if (profileDir) await mkdir(profileDir, { recursive: true });
-    const cli = fromSource ? undefined : (log('compiling berth (tsc -p tsconfig.build.json --outDir .tmp/bench-dist)'), buildBerth());
+    const cli = fromSource ? undefined : (log('compiling berth (tsc -p tsconfig.build.json --outDir .tmp/bench-dist, bundled into .tmp/bench-bundle)'), buildBerth());
     const start = async (backends: Record<RegistryName, Backend>, what: string): Promise<Record<RegistryName, Registry>> => {
       const berth = await startBerth(backends.berth, cli, { cpuProfileDir: profileDir, fromSource });
       running.push(berth);
@@ -379,7 +379,7 @@ async function main(): Promise<number> {
     chartFile: `${basename(stem)}.png`,
     command: [
       `${quick ? 'BENCH_QUICK=1 ' : ''}${only.length ? `BENCH_ONLY=${only.join(',')} ` : ''}npm run bench   # = tsx bench/run.ts`,
-      `# berth:        ${fromSource ? 'node --import tsx src/cli.ts' : 'tsc -p tsconfig.build.json --outDir .tmp/bench-dist && node .tmp/bench-dist/cli.js'} serve <config: filesystem root, 127.0.0.1:<port>, log level warn, access log off>`,
+      `# berth:        ${fromSource ? 'node --import tsx src/cli.ts' : 'tsc -p tsconfig.build.json --outDir .tmp/bench-dist && node .tmp/bench-dist/server-bundle.js .tmp/bench-bundle && node .tmp/bench-bundle/cli.js'} serve <config: filesystem root, 127.0.0.1:<port>, log level warn, access log off>`,
       `# Distribution: /usr/bin/docker-registry serve <config: filesystem root, 127.0.0.1:<port>, log level warn, access log off>`,
       `# small requests: autocannon({ url, method, connections: 32 | 128, duration: ${settings.duration} }) from the bench process`,
       `# skopeo:        skopeo copy --dest-tls-verify=false oci:<layout>:latest docker://<host>/bench/skopeo/in-r<N>:v1`,

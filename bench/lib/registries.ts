@@ -1,6 +1,6 @@
 /**
  * The two registries under test, as child processes on 127.0.0.1: berth (compiled,
- * `node .tmp/bench-dist/cli.js serve`) and CNCF Distribution 2.8 (Debian's docker-registry), each
+ * `node .tmp/bench-bundle/cli.js serve`) and CNCF Distribution 2.8 (Debian's docker-registry), each
  * on its own storage: a filesystem root each, or a key prefix each (storage.s3.rootdirectory) of
  * one bucket of the S3 store. Both run without per-request logging (berth: access log off, level
  * warn; Distribution: access log off, level warn), so neither pays for log lines the other skips.
@@ -76,7 +76,8 @@ export interface StartOptions {
 }
 
 /**
- * Compiles berth (tsc -p tsconfig.build.json) into .tmp/bench-dist of the repository, so it runs
+ * Compiles berth (tsc -p tsconfig.build.json) into .tmp/bench-dist of the repository and bundles it
+ * into .tmp/bench-bundle (src/server-bundle.ts), so it runs
  * as it does in production (`npm run build`, `berth serve`), without tsx's loader in the process.
  * Inside the repository, so the compiled modules find node_modules.
  */
@@ -84,7 +85,10 @@ export function buildBerth(): string {
   const outDir = join(REPO_ROOT, '.tmp', 'bench-dist');
   rmSync(outDir, { recursive: true, force: true });
   execFileSync(process.execPath, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: REPO_ROOT, stdio: 'inherit' });
-  return join(outDir, 'cli.js');
+  // bundled as `npm run build` bundles it (src/server-bundle.ts): what `berth` and `npm start` run
+  const bundleDir = join(REPO_ROOT, '.tmp', 'bench-bundle');
+  execFileSync(process.execPath, [join(outDir, 'server-bundle.js'), bundleDir], { cwd: REPO_ROOT, stdio: 'inherit' });
+  return join(bundleDir, 'cli.js');
 }
 
 /** BENCH_WORKERS=N: berth runs N worker processes (http.workers), to compare with one */
