@@ -49,7 +49,7 @@ describe('npm start', () => {
       // the registry is npm's only child, running compiled JavaScript (not tsx)
       const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(npm.pid)], { encoding: 'utf8' }).trim().split('\n');
       assert.equal(children.length, 1, children.join('\n'));
-      assert.match(children[0], /node dist\/cli\.js serve/);
+      assert.match(children[0], /node dist\/bundle\/cli\.js serve/);
       registryPid = Number(children[0].trim().split(/\s+/)[0]);
 
       npm.kill('SIGTERM');
