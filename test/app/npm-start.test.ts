@@ -44,7 +44,8 @@ describe('npm start', () => {
     const exited = new Promise<number | null>((resolve) => npm.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
     let registryPid: number | undefined;
     try {
-      const up = await until(async () => (await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined))?.status === 200, 60_000);
+      // npm start builds first (tsc, the web interface, the server bundle): slow on a loaded machine
+      const up = await until(async () => (await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined))?.status === 200, 150_000);
       assert.ok(up, `the registry did not answer:\n${output}`);
       // the registry is npm's only child, running compiled JavaScript (not tsx)
       const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(npm.pid)], { encoding: 'utf8' }).trim().split('\n');
