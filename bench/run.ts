@@ -31,6 +31,7 @@
  *   BENCH_SCALE_S3_FULL=1  the index rows on S3 at full size instead of a tenth of it
  *   BENCH_ONLINE_GC_SIZES=1000,10000  repositories of the online collection rows on S3
  *                          (BENCH_ONLY=online-gc-s3; bench/lib/gc-online-scale.ts)
+ *   BENCH_ONLINE_GC_LATENCY_MS=N  those rows with N ms added to each S3 request (a store farther away)
  *
  * Needs the Debian packages docker-registry, skopeo and time (GNU time, for the gc row's peak RSS); ceph-mon, ceph-osd, radosgw and ceph-common
  * for the S3 rows (skipped without them); haproxy for s3-ha-8x (berth behind HAProxy, one instance

@@ -14,10 +14,12 @@
  *   of the one before);
  * - Distribution: `docker-registry garbage-collect` (offline, its only mode).
  * "Above idle": the same command on a one-repository prefix gives the process's own footprint.
+ * BENCH_ONLINE_GC_LATENCY_MS=N makes the proxy wait N ms before forwarding each request: a store
+ * farther away than 127.0.0.1, where the requests a collector keeps in flight decide its time.
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -53,6 +55,8 @@ export interface CommandRun {
   /** peak RSS of the same command on a one-repository prefix */
   idleRssKiB: number;
   requests: Requests;
+  /** S3 requests in flight on average over the run (their summed durations over the wall time) */
+  meanInFlight: number;
   /** the command's summary (berth's line; Distribution's blob count) */
   said: string;
   /** blobs under blobs/ afterwards, against the 8 per repository expected */
@@ -68,6 +72,8 @@ export interface OnlineGcRun {
   bytes: number;
   objects: number;
   writeSeconds: number;
+  /** BENCH_ONLINE_GC_LATENCY_MS of the run */
+  addedLatencyMs: number;
   berth?: CommandRun;
   /** the next pass: the trash of the first deleted for good */
   berthSecond?: CommandRun;
@@ -93,9 +99,14 @@ export function onlineGcSizes(quick: boolean): number[] {
   return quick ? [100, 300] : [1000, 10_000];
 }
 
+/** BENCH_ONLINE_GC_LATENCY_MS: milliseconds the proxy waits before it forwards each request (a store farther away than 127.0.0.1) */
+export function addedLatencyMs(): number {
+  return Number(process.env.BENCH_ONLINE_GC_LATENCY_MS ?? 0) || 0;
+}
+
 export async function measureOnlineGc(options: OnlineGcOptions): Promise<OnlineGcRun[]> {
   const sizes = onlineGcSizes(options.quick);
-  if (options.cephMissing) return sizes.map((repositories) => ({ repositories, blobs: repositories * (KEPT + GARBAGE), bytes: 0, objects: 0, writeSeconds: 0, error: `skipped: ${options.cephMissing}` }));
+  if (options.cephMissing) return sizes.map((repositories) => ({ repositories, blobs: repositories * (KEPT + GARBAGE), bytes: 0, objects: 0, writeSeconds: 0, addedLatencyMs: addedLatencyMs(), error: `skipped: ${options.cephMissing}` }));
   const runs: OnlineGcRun[] = [];
   let store: S3Store | undefined;
   let proxy: CountingProxy | undefined;
@@ -103,12 +114,12 @@ export async function measureOnlineGc(options: OnlineGcOptions): Promise<OnlineG
     options.log(`${ONLINE_GC_ID}: starting the Ceph store`);
     // small objects: RAM for their metadata; two copies of the largest set
     store = await startS3Store(6 * 1024 * MiB);
-    proxy = await startCountingProxy(store.ceph.endpoint);
+    proxy = await startCountingProxy(store.ceph.endpoint, addedLatencyMs());
     for (const repositories of sizes) runs.push(await measureSize(store, proxy, repositories, options));
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     options.log(`${ONLINE_GC_ID} FAILED: ${message}`);
-    for (const repositories of sizes.slice(runs.length)) runs.push({ repositories, blobs: repositories * (KEPT + GARBAGE), bytes: 0, objects: 0, writeSeconds: 0, error: message });
+    for (const repositories of sizes.slice(runs.length)) runs.push({ repositories, blobs: repositories * (KEPT + GARBAGE), bytes: 0, objects: 0, writeSeconds: 0, addedLatencyMs: addedLatencyMs(), error: message });
   } finally {
     await proxy?.close();
     await store?.stop();
@@ -118,7 +129,7 @@ export async function measureOnlineGc(options: OnlineGcOptions): Promise<OnlineG
 
 async function measureSize(store: S3Store, proxy: CountingProxy, repositories: number, options: OnlineGcOptions): Promise<OnlineGcRun> {
   const { log } = options;
-  const record: OnlineGcRun = { repositories, blobs: repositories * (KEPT + GARBAGE), bytes: 0, objects: 0, writeSeconds: 0 };
+  const record: OnlineGcRun = { repositories, blobs: repositories * (KEPT + GARBAGE), bytes: 0, objects: 0, writeSeconds: 0, addedLatencyMs: addedLatencyMs() };
   try {
     const prefixes = { berth: store.prefix(`online-berth-${repositories}`), distribution: store.prefix(`online-distribution-${repositories}`) };
     log(`${ONLINE_GC_ID}: writing ${repositories} repositories, ${record.blobs} blobs, under two prefixes`);
@@ -154,7 +165,7 @@ async function measureSize(store: S3Store, proxy: CountingProxy, repositories: n
 
 export function describeRun(r: CommandRun): string {
   const total = totalRequests(r.requests);
-  return `${r.seconds.toFixed(1)} s, ${r.cpuSeconds.toFixed(1)} CPU s, peak RSS ${(r.peakRssKiB / 1024).toFixed(0)} MiB (+${((r.peakRssKiB - r.idleRssKiB) / 1024).toFixed(0)} above idle), ${total} S3 requests (${requestText(r.requests)})`;
+  return `${r.seconds.toFixed(1)} s, ${r.cpuSeconds.toFixed(1)} CPU s, peak RSS ${(r.peakRssKiB / 1024).toFixed(0)} MiB (+${((r.peakRssKiB - r.idleRssKiB) / 1024).toFixed(0)} above idle), ${total} S3 requests (${requestText(r.requests)}), ${r.meanInFlight.toFixed(1)} in flight on average`;
 }
 
 const totalRequests = (r: Requests) => Object.values(r).reduce((a, b) => a + (b ?? 0), 0);
@@ -271,10 +282,11 @@ async function runCommand(who: 'berth' | 'distribution', store: S3Store, proxy: 
     env: cleanEnv({ dropPrefixes: ['REGISTRY_'] }),
   });
   const requests = proxy.counts();
+  const busyMs = proxy.busyMs();
   const m = /BENCH-TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
   if (!m) throw new Error(`${who} garbage-collect: no figures from GNU time: ${stderr.slice(-500)}`);
   const said = who === 'berth' ? (stdout.trim().split('\n').pop() ?? '') : distributionSummary(stdout + stderr);
-  return { seconds: Number(m[1]), peakRssKiB: Number(m[2]), cpuSeconds: Number(m[3]) + Number(m[4]), requests, said };
+  return { seconds: Number(m[1]), peakRssKiB: Number(m[2]), cpuSeconds: Number(m[3]) + Number(m[4]), requests, meanInFlight: busyMs / (Number(m[1]) * 1000 || 1), said };
 }
 
 /** Distribution prints a line per blob it deletes; the count says enough */
@@ -291,6 +303,8 @@ interface CountingProxy {
   endpoint: string;
   reset(): void;
   counts(): Requests;
+  /** the summed durations of the requests since reset (from arrival to the answer's end) */
+  busyMs(): number;
   close(): Promise<void>;
 }
 
@@ -313,13 +327,26 @@ function kindOf(req: IncomingMessage): RequestKind {
   }
 }
 
-/** the Host header passes unchanged, so the requests' SigV4 signatures (made for the proxy's address) hold */
-async function startCountingProxy(upstream: string): Promise<CountingProxy> {
+/**
+ * The Host header passes unchanged, so the requests' SigV4 signatures (made for the proxy's
+ * address) hold. `latencyMs` is waited before each request is forwarded.
+ */
+async function startCountingProxy(upstream: string, latencyMs: number): Promise<CountingProxy> {
   const target = new URL(upstream);
   let counts: Requests = {};
+  let busy = 0;
   const server: Server = createServer((req, res) => {
     const kind = kindOf(req);
     counts[kind] = (counts[kind] ?? 0) + 1;
+    const started = performance.now();
+    res.on('close', () => {
+      busy += performance.now() - started;
+    });
+    if (latencyMs === 0) return forward(req, res);
+    req.pause();
+    setTimeout(() => forward(req, res), latencyMs);
+  });
+  const forward = (req: IncomingMessage, res: ServerResponse) => {
     const out = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
@@ -329,7 +356,8 @@ async function startCountingProxy(upstream: string): Promise<CountingProxy> {
       res.end(String(err));
     });
     req.pipe(out);
-  });
+    req.resume();
+  };
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -337,7 +365,9 @@ async function startCountingProxy(upstream: string): Promise<CountingProxy> {
     endpoint: `http://127.0.0.1:${port}`,
     reset: () => {
       counts = {};
+      busy = 0;
     },
+    busyMs: () => busy,
     counts: () => ({ ...counts }),
     close: () =>
       new Promise<void>((resolve) => {
@@ -360,15 +390,18 @@ export function renderOnlineGc(lines: string[], runs: OnlineGcRun[]): void {
     `The tests' Ceph radosgw (bench/lib/gc-online-scale.ts): per repository a tagged image (manifest, config, ${LAYERS} layers of ${LAYER_BYTES} bytes: ${KEPT} blobs kept) and the manifest and config of a deleted image (${GARBAGE} blobs to collect), written straight into the storage layout, a copy for each registry. ` +
       '**berth**: `berth garbage-collect` on a writable configuration, which is one full online pass (mark every repository, unmarked blobs to the trash; `storage.maintenance.gc.delay: 0`), then the next pass (the trash of the first deleted for good: what every pass does in the steady state). ' +
       '**Distribution**: `docker-registry garbage-collect` (offline, its only mode: the registry must be stopped or read-only meanwhile). ' +
-      'Each a process under GNU time; S3 requests counted by kind by a proxy on 127.0.0.1 in front of radosgw (both pass through it). Above idle: over the peak RSS of the same command on a prefix of one repository.',
+      'Each a process under GNU time; S3 requests counted by kind by a proxy on 127.0.0.1 in front of radosgw (both pass through it). Above idle: over the peak RSS of the same command on a prefix of one repository. In flight: the requests\' summed durations over the wall time.',
   );
   lines.push('');
-  lines.push('| repositories / blobs | who | seconds | CPU s | peak RSS MiB (above idle) | S3 requests | per repository | by kind | blobs left (expected) |');
-  lines.push('|---|---|---:|---:|---:|---:|---:|---|---|');
+  const latency = runs.find((r) => r.addedLatencyMs > 0)?.addedLatencyMs;
+  if (latency) lines.push('', `**The proxy waited ${latency} ms before forwarding each request** (BENCH_ONLINE_GC_LATENCY_MS): a store farther away than 127.0.0.1.`);
+  lines.push('');
+  lines.push('| repositories / blobs | who | seconds | CPU s | peak RSS MiB (above idle) | S3 requests | per repository | in flight (mean) | by kind | blobs left (expected) |');
+  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---|---|');
   for (const r of runs) {
     const size = `${r.repositories.toLocaleString('en')} / ${r.blobs.toLocaleString('en')}`;
     if (r.error) {
-      lines.push(`| ${size} | | | | | | | **${r.error.replace(/\|/g, '/').replace(/\n/g, ' ').slice(0, 300)}** | |`);
+      lines.push(`| ${size} | | | | | | | | **${r.error.replace(/\|/g, '/').replace(/\n/g, ' ').slice(0, 300)}** | |`);
       continue;
     }
     const row = (who: string, c: CommandRun | undefined) => {
@@ -376,15 +409,15 @@ export function renderOnlineGc(lines: string[], runs: OnlineGcRun[]): void {
       const total = totalRequests(c.requests);
       const expected = r.repositories * KEPT;
       lines.push(
-        `| ${size} | ${who} | ${f(c.seconds)} | ${f(c.cpuSeconds)} | ${f(c.peakRssKiB / 1024, 0)} (+${f((c.peakRssKiB - c.idleRssKiB) / 1024, 0)}) | ${total.toLocaleString('en')} | ${f(total / r.repositories)} | ${requestText(c.requests)} | ${c.blobsLeft} (${expected})${c.blobsLeft === expected ? '' : ' **WRONG**'} |`,
+        `| ${size} | ${who} | ${f(c.seconds)} | ${f(c.cpuSeconds)} | ${f(c.peakRssKiB / 1024, 0)} (+${f((c.peakRssKiB - c.idleRssKiB) / 1024, 0)}) | ${total.toLocaleString('en')} | ${f(total / r.repositories)} | ${f(c.meanInFlight)} | ${requestText(c.requests)} | ${c.blobsLeft} (${expected})${c.blobsLeft === expected ? '' : ' **WRONG**'} |`,
       );
     };
     for (const [who, c] of Object.entries(r.baseline ?? {})) {
-      lines.push(`| 1 / ${KEPT + GARBAGE} (baseline of the row below) | ${who} | ${f(c.seconds)} | ${f(c.cpuSeconds)} | ${f(c.peakRssKiB / 1024, 0)} | ${totalRequests(c.requests).toLocaleString('en')} | | ${requestText(c.requests)} | |`);
+      lines.push(`| 1 / ${KEPT + GARBAGE} (baseline of the row below) | ${who} | ${f(c.seconds)} | ${f(c.cpuSeconds)} | ${f(c.peakRssKiB / 1024, 0)} | ${totalRequests(c.requests).toLocaleString('en')} | | ${f(c.meanInFlight)} | ${requestText(c.requests)} | |`);
     }
     row('berth, online pass', r.berth);
     row('berth, next pass (empties the trash)', r.berthSecond);
     row('Distribution, offline', r.distribution);
-    lines.push(`| ${size} | data set | write ${f(r.writeSeconds, 0)} s | | | ${(2 * r.objects).toLocaleString('en')} PUT | | ${r.objects.toLocaleString('en')} objects per copy, ${f(r.bytes / MiB, 0)} MiB of blobs | |`);
+    lines.push(`| ${size} | data set | write ${f(r.writeSeconds, 0)} s | | | ${(2 * r.objects).toLocaleString('en')} PUT | | | ${r.objects.toLocaleString('en')} objects per copy, ${f(r.bytes / MiB, 0)} MiB of blobs | |`);
   }
 }
