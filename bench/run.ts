@@ -29,6 +29,9 @@
  *   BENCH_SCALE_DIR=DIR    keep the metadata index rows' filesystem data set (1,000,000 tags) here between
  *                          runs (BENCH_ONLY=index, index-fs or index-s3; bench/lib/index-scale.ts)
  *   BENCH_SCALE_S3_FULL=1  the index rows on S3 at full size instead of a tenth of it
+ *   BENCH_ONLINE_GC_SIZES=1000,10000  repositories of the online collection rows on S3
+ *                          (BENCH_ONLY=online-gc-s3; bench/lib/gc-online-scale.ts)
+ *   BENCH_ONLINE_GC_LATENCY_MS=N  those rows with N ms added to each S3 request (a store farther away)
  *
  * Needs the Debian packages docker-registry, skopeo and time (GNU time, for the gc row's peak RSS); ceph-mon, ceph-osd, radosgw and ceph-common
  * for the S3 rows (skipped without them); haproxy for s3-ha-8x (berth behind HAProxy, one instance
@@ -55,6 +58,7 @@ import { cephVersion, missingCephTool, startS3Store, type S3Store } from './lib/
 import { measureReplication, renderReplication } from './lib/replication.js';
 import { measureScaling, SCALING_ID, type ScalingRow } from './lib/scaling.js';
 import { INDEX_SCALE_IDS, measureIndexScale, type IndexScaleRun } from './lib/index-scale.js';
+import { measureOnlineGc, ONLINE_GC_ID, type OnlineGcRun } from './lib/gc-online-scale.js';
 import { blobScenarios, skopeoScenarios, smallScenarios, tagsPerResponse, type Scenario, type SmallSettings } from './lib/scenarios.js';
 import { MiB } from './lib/stats.js';
 
@@ -168,6 +172,7 @@ async function main(): Promise<number> {
   let gcScale: GcScaleRun[] | undefined;
   let scaling: ScalingRow | undefined;
   let indexScale: IndexScaleRun[] | undefined;
+  let onlineGc: OnlineGcRun[] | undefined;
   let store: S3Store | undefined;
   let s3: S3Part | undefined;
   let limits;
@@ -349,6 +354,11 @@ async function main(): Promise<number> {
     if (wanted('replication')) notes.push(...renderReplication(await measureReplication(work, cli, quick ? 40 : 200, quick ? 64 : 1024, log)));
     const indexStorages = (['filesystem', 's3'] as const).filter((s) => wanted(INDEX_SCALE_IDS[s]));
     if (indexStorages.length > 0) indexScale = await measureIndexScale({ work, cli, quick, log, storages: [...indexStorages], s3Missing: indexStorages.includes('s3') ? missingCephTool() : undefined });
+    if (wanted(ONLINE_GC_ID)) {
+      const cephMissingForGc = missingCephTool();
+      if (cephMissingForGc) skipBanner(cephMissingForGc);
+      onlineGc = await measureOnlineGc({ work, cli: cli ?? buildBerth(), quick, log, cephMissing: cephMissingForGc });
+    }
   } finally {
     await Promise.allSettled(running.map((r) => r.stop()));
     await store?.stop();
@@ -374,6 +384,7 @@ async function main(): Promise<number> {
     gcScale,
     scaling,
     indexScale,
+    onlineGc,
     quick,
     notes,
     chartFile: `${basename(stem)}.png`,

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import type { GcRow, GcScaleRun } from './gc.js';
 import { renderScaling, type ScalingRow } from './scaling.js';
 import { renderIndexScale, type IndexScaleRun } from './index-scale.js';
+import { renderOnlineGc, type OnlineGcRun } from './gc-online-scale.js';
 import type { Limits } from './limits.js';
 import type { Usage } from './process-stats.js';
 import type { RegistryName } from './registries.js';
@@ -95,6 +96,8 @@ export interface Report {
   scaling?: ScalingRow;
   /** the metadata index rows at scale (index-fs, index-s3), when they ran */
   indexScale?: IndexScaleRun[];
+  /** the online collection rows on S3 (online-gc-s3), when they ran */
+  onlineGc?: OnlineGcRun[];
   settings: Record<string, string>;
   quick: boolean;
   command: string;
@@ -224,6 +227,7 @@ export function renderMarkdown(report: Report): string {
   if (report.gcScale) renderGcScale(lines, report.gcScale);
   if (report.scaling) renderScaling(lines, report.scaling);
   if (report.indexScale) renderIndexScale(lines, report.indexScale);
+  if (report.onlineGc) renderOnlineGc(lines, report.onlineGc);
   for (const [storage, rows] of sections(report)) {
     if (rows.length === 0) continue;
     lines.push('');
