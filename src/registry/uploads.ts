@@ -80,8 +80,6 @@ const WRITE_BATCH_BYTES = 1 << 18;
 export class UploadSessions {
   private readonly locks = new KeyedLock();
   private readonly hashes = new Map<string, HashState | DigestState>();
-  /** request bodies being written to uploads now */
-  private receiving = 0;
   private readonly maxAge: number | undefined;
   private readonly clock: Clock;
 
@@ -190,8 +188,7 @@ export class UploadSessions {
    * about 0.25 CPU s less per GiB than 256 KiB ones (docs/performance.md). `hashOffThread`: a
    * body of a batch or more is hashed on the hashing thread (src/crypto/hash-thread.ts), which
    * takes 0.55 CPU s per GiB off the main thread and costs about 10 MiB of RSS while it runs:
-   * the proxy's fetch asks for it; a push gets it only while another body is being received
-   * (one push alone keeps its peak RSS, docs/decisions.md "Uploads").
+   * the proxy's fetch asks for it, pushes do not (their peak RSS, docs/decisions.md "Uploads").
    */
   complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256', offset?: number, writeBatch = WRITE_BATCH_BYTES, hashOffThread = false): Promise<BlobInfo> {
     const expected = digests.map(parseDigest);
@@ -261,22 +258,17 @@ export class UploadSessions {
     }
     // the running hash, when this instance holds it for what is stored; otherwise bytes go unhashed
     const state = this.runningHash(upload, writer.size);
-    // a whole blob in one request may be hashed on the hashing thread (its digest is wanted right
-    // after, and no later chunk extends the hash): when the caller asks, or when another body is
-    // being received meanwhile (concurrent pushes: the thread's memory is paid once for all of
-    // them, and the main thread is left the receiving and writing)
-    const offload = last && writer.size === 0 ? () => (hashOffThread || this.receiving > 1 ? upload.algorithm : undefined) : undefined;
-    const batches = new WriteBatches(writer, state?.hash, writeBatch, offload);
+    // a whole blob in one request may be hashed on the hashing thread: its digest is wanted right
+    // after, and no later chunk extends the hash
+    const batches = new WriteBatches(writer, state?.hash, writeBatch, hashOffThread && last && writer.size === 0 ? upload.algorithm : undefined);
     let received = false;
     let hashed: HashState | DigestState | undefined = state;
-    this.receiving++;
     try {
       for await (const chunk of body) await batches.add(chunk);
       await batches.flush();
       if (state && batches.thread) hashed = { digest: `${state.algorithm}:${await batches.thread.digest()}`, algorithm: state.algorithm, offset: 0 };
       received = true;
     } finally {
-      this.receiving--;
       // what arrived before a disconnect is kept
       if (!received) await batches.flush().catch(() => undefined);
       batches.thread?.drop();
@@ -403,10 +395,10 @@ export function uploadUnknown(uuid: string): RegistryError {
  * batch is being written (on the threadpool, or sent to S3) the next one fills and the written one
  * is hashed, so receiving, hashing and writing overlap.
  *
- * With `offload` (a whole blob in one request), a body of at least one full batch is hashed on the
- * hashing thread instead when `offload`, asked at the first full batch, names the algorithm
- * (`thread`, src/crypto/hash-thread.ts): the main thread only copies the bytes there. A smaller
- * body is hashed here: the thread's round trip would cost more than its hash.
+ * With `offload` (a whole blob in one request, hashed with that algorithm), a body of at least one
+ * full batch is hashed on the hashing thread instead (`thread`, src/crypto/hash-thread.ts): the
+ * main thread only copies the bytes there. A smaller body is hashed here: the thread's round trip
+ * would cost more than its hash.
  */
 class WriteBatches {
   private chunks: Buffer[] = [];
@@ -421,7 +413,7 @@ class WriteBatches {
     private readonly writer: FileWriter,
     private readonly hash: Hash | undefined,
     private readonly batchBytes: number,
-    private readonly offload?: () => Algorithm | undefined,
+    private readonly offload?: Algorithm,
   ) {}
 
   async add(chunk: Buffer): Promise<void> {
@@ -447,10 +439,7 @@ class WriteBatches {
     this.bytes = 0;
     this.inFlight = this.writer.write(batch);
     this.inFlight.catch(() => undefined); // a failure surfaces at the next send or flush
-    if (full && this.offload && this.written === bytes) {
-      const algorithm = this.offload();
-      if (algorithm) this.thread = threadHash(algorithm);
-    }
+    if (full && this.offload && this.written === bytes) this.thread = threadHash(this.offload);
     if (this.thread) await this.thread.update(batch);
     else if (this.hash) for (const chunk of batch) this.hash.update(chunk);
     shortLivedBytes(bytes);
