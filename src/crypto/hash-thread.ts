@@ -7,39 +7,67 @@
  * The bytes go through SLOTS slots of one SharedArrayBuffer (no allocation per batch, and a bound on
  * what waits to be hashed: a writer that outruns the thread waits for a free slot). The chunks
  * cannot be transferred instead: the same Buffers are still being written to the file and sent to
- * the clients reading along. Messages keep their order, so a digest asked for after the last update
- * covers every byte. The worker is started on first use and ended once no hash has been live for
- * IDLE_MS (its isolate costs several MiB of RSS).
+ * the clients reading along. The handoff is a ring in shared memory, not messages: a descriptor per
+ * slot (what to do, for which hash, how many bytes) and two counters, submitted and consumed, woken
+ * with Atomics.notify. A postMessage per slot and its reply cost the main thread a serialisation, a
+ * wakeup and an event each way (7% of a cold mirror pull's main thread, docs/performance.md); the
+ * ring costs a store and a notify, and the main thread waits (Atomics.waitAsync) only when the
+ * thread is behind by every slot. Only a digest comes back as a message. The worker takes the
+ * descriptors in order, so a digest submitted after the last update covers every byte. The worker
+ * is started on first use and ended once no hash has been live for IDLE_MS (its isolate costs
+ * several MiB of RSS).
  */
 import { Worker } from 'node:worker_threads';
 
 const SLOT = 1 << 20;
 const SLOTS = 4;
 const IDLE_MS = 5_000;
+/** the counters wrap here (a multiple of SLOTS, so a count's slot stays count % SLOTS) */
+const WRAP = 1 << 30;
+/** control words: descriptors submitted, descriptors done; then a descriptor of DESCRIPTOR words per slot */
+const SUBMITTED = 0;
+const CONSUMED = 1;
+const DESCRIPTOR = 4;
+const UPDATE = 1;
+const DIGEST = 2;
+const DROP = 3;
+const ALGORITHMS = ['sha256', 'sha384', 'sha512'];
+/** how long a wait for a free slot sleeps before it checks again that the worker still runs */
+const RECHECK_MS = 1_000;
+
+/** Atomics.waitAsync (V8 since Node 16; not in the TypeScript lib this project targets) */
+const waitAsync = (Atomics as unknown as {
+  waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): { async: boolean; value: unknown };
+}).waitAsync;
 
 /** the worker's script (plain JavaScript: runs alike from src/ through tsx and from dist/) */
 const SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
-const shared = new Uint8Array(workerData.shared);
+const { slot, slots, wrap, algorithms } = workerData;
+const data = new Uint8Array(workerData.data);
+const control = new Int32Array(workerData.control);
 const hashes = new Map();
-parentPort.on('message', (m) => {
-  if (m.op === 'update') {
-    let hash = hashes.get(m.id);
-    if (!hash) hashes.set(m.id, (hash = createHash(m.algorithm)));
-    hash.update(shared.subarray(m.slot * workerData.slot, m.slot * workerData.slot + m.length));
-    parentPort.postMessage({ slot: m.slot });
-  } else if (m.op === 'digest') {
-    const hash = hashes.get(m.id) ?? createHash(m.algorithm);
-    hashes.delete(m.id);
-    parentPort.postMessage({ id: m.id, hex: hash.digest('hex') });
-  } else if (m.op === 'drop') {
-    hashes.delete(m.id);
+for (let next = 0; ; next = (next + 1) % wrap) {
+  while (Atomics.load(control, ${SUBMITTED}) === next) Atomics.wait(control, ${SUBMITTED}, next);
+  const at = next % slots;
+  const d = 2 + at * ${DESCRIPTOR};
+  const op = control[d], id = control[d + 1], algorithm = algorithms[control[d + 2]], length = control[d + 3];
+  if (op === ${UPDATE}) {
+    let hash = hashes.get(id);
+    if (!hash) hashes.set(id, (hash = createHash(algorithm)));
+    hash.update(data.subarray(at * slot, at * slot + length));
+  } else if (op === ${DIGEST}) {
+    const hash = hashes.get(id) ?? createHash(algorithm);
+    hashes.delete(id);
+    parentPort.postMessage({ id, hex: hash.digest('hex') });
+  } else if (op === ${DROP}) {
+    hashes.delete(id);
   }
-});
+  Atomics.store(control, ${CONSUMED}, (next + 1) % wrap);
+  Atomics.notify(control, ${CONSUMED});
+}
 `;
-
-type Message = { slot: number } | { id: number; hex: string };
 
 interface Pending {
   resolve(hex: string): void;
@@ -48,9 +76,12 @@ interface Pending {
 
 class HashThread {
   private worker?: Worker;
-  private shared?: Uint8Array;
-  private free: number[] = [];
-  private slotWaiters: { resolve(slot: number): void; reject(err: Error): void }[] = [];
+  private data?: Uint8Array;
+  private control?: Int32Array;
+  /** descriptors submitted to the running worker (mod WRAP) */
+  private submitted = 0;
+  /** counts the workers started: a hash belongs to the one it was opened on */
+  private generation = 0;
   private readonly digests = new Map<number, Pending>();
   private nextId = 1;
   /** hashes started and not yet digested or dropped */
@@ -58,54 +89,61 @@ class HashThread {
   private idle?: NodeJS.Timeout;
 
   open(algorithm: string): ThreadHash {
+    const index = ALGORITHMS.indexOf(algorithm);
+    if (index < 0) throw new Error(`the hashing thread does not compute ${algorithm}`);
     this.start();
     this.live++;
     this.worker!.ref(); // a live hash keeps the process alive: its caller awaits slots and its digest
     clearTimeout(this.idle);
-    return new ThreadHash(this, this.nextId++, algorithm);
+    return new ThreadHash(this, this.generation, this.nextId++, index);
   }
 
   /** copies `chunks` into free slots and has the worker hash them, in order */
-  async update(id: number, algorithm: string, chunks: readonly Buffer[]): Promise<void> {
-    let slot = -1;
+  async update(generation: number, id: number, algorithm: number, chunks: readonly Buffer[]): Promise<void> {
+    let at = -1;
     let used = 0;
     for (const chunk of chunks) {
-      let at = 0;
-      while (at < chunk.length) {
-        if (slot < 0) {
-          slot = await this.slot();
+      let from = 0;
+      while (from < chunk.length) {
+        if (at < 0) {
+          while (!this.slotFree(generation)) await this.progress();
+          at = this.submitted % SLOTS;
           used = 0;
         }
-        const n = Math.min(SLOT - used, chunk.length - at);
-        this.shared!.set(chunk.subarray(at, at + n), slot * SLOT + used);
+        const n = Math.min(SLOT - used, chunk.length - from);
+        this.data!.set(chunk.subarray(from, from + n), at * SLOT + used);
         used += n;
-        at += n;
+        from += n;
         if (used === SLOT) {
-          this.post({ op: 'update', id, algorithm, slot, length: used });
-          slot = -1;
+          this.submit(UPDATE, id, algorithm, used);
+          at = -1;
         }
       }
     }
-    if (slot >= 0) this.post({ op: 'update', id, algorithm, slot, length: used });
+    if (at >= 0) this.submit(UPDATE, id, algorithm, used);
   }
 
-  private post(message: object): void {
-    if (!this.worker) throw new Error('the hashing thread stopped');
-    this.worker.postMessage(message);
+  async digest(generation: number, id: number, algorithm: number): Promise<string> {
+    try {
+      while (!this.slotFree(generation)) await this.progress();
+      return await new Promise<string>((resolve, reject) => {
+        this.digests.set(id, { resolve, reject });
+        this.submit(DIGEST, id, algorithm, 0);
+      });
+    } finally {
+      this.release();
+    }
   }
 
-  digest(id: number, algorithm: string): Promise<string> {
-    const worker = this.worker;
-    if (!worker) return Promise.reject(new Error('the hashing thread stopped'));
-    return new Promise<string>((resolve, reject) => {
-      this.digests.set(id, { resolve, reject });
-      worker.postMessage({ op: 'digest', id, algorithm });
-    }).finally(() => this.release());
-  }
-
-  drop(id: number): void {
-    this.worker?.postMessage({ op: 'drop', id });
-    this.release();
+  async drop(generation: number, id: number): Promise<void> {
+    try {
+      while (!this.slotFree(generation)) await this.progress();
+      this.submit(DROP, id, 0, 0);
+    } catch {
+      // the worker is gone, and its hashes with it
+    } finally {
+      this.release();
+    }
   }
 
   private release(): void {
@@ -116,27 +154,47 @@ class HashThread {
     this.idle = setTimeout(() => this.stop(), IDLE_MS).unref();
   }
 
-  private slot(): Promise<number> {
-    const slot = this.free.pop();
-    if (slot !== undefined) return Promise.resolve(slot);
-    if (!this.worker) return Promise.reject(new Error('the hashing thread stopped'));
-    return new Promise((resolve, reject) => this.slotWaiters.push({ resolve, reject }));
+  /**
+   * whether the worker took what was in the next slot (this.submitted % SLOTS). A caller that finds
+   * it free fills it and submits in the same synchronous run: another caller resumed in between
+   * would claim the same slot.
+   */
+  private slotFree(generation: number): boolean {
+    if (!this.worker || generation !== this.generation) throw new Error('the hashing thread stopped');
+    return (this.submitted - Atomics.load(this.control!, CONSUMED) + WRAP) % WRAP < SLOTS;
+  }
+
+  /** resolves once the worker took another descriptor (or after RECHECK_MS, to look again whether it still runs) */
+  private async progress(): Promise<void> {
+    const control = this.control!;
+    const wait = waitAsync(control, CONSUMED, Atomics.load(control, CONSUMED), RECHECK_MS);
+    if (wait.async) await wait.value;
+  }
+
+  private submit(op: number, id: number, algorithm: number, length: number): void {
+    const control = this.control!;
+    const d = 2 + (this.submitted % SLOTS) * DESCRIPTOR;
+    control[d] = op;
+    control[d + 1] = id;
+    control[d + 2] = algorithm;
+    control[d + 3] = length;
+    this.submitted = (this.submitted + 1) % WRAP;
+    Atomics.store(control, SUBMITTED, this.submitted);
+    Atomics.notify(control, SUBMITTED);
   }
 
   private start(): void {
     if (this.worker) return;
-    const shared = new SharedArrayBuffer(SLOT * SLOTS);
-    this.shared = new Uint8Array(shared);
-    this.free = Array.from({ length: SLOTS }, (_, i) => i);
-    const worker = new Worker(SOURCE, { eval: true, workerData: { shared, slot: SLOT }, execArgv: [], env: {} });
+    const data = new SharedArrayBuffer(SLOT * SLOTS);
+    const control = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT * (2 + SLOTS * DESCRIPTOR));
+    this.data = new Uint8Array(data);
+    this.control = new Int32Array(control);
+    this.submitted = 0;
+    this.generation++;
+    const workerData = { data, control, slot: SLOT, slots: SLOTS, wrap: WRAP, algorithms: ALGORITHMS };
+    const worker = new Worker(SOURCE, { eval: true, workerData, execArgv: [], env: {} });
     worker.unref();
-    worker.on('message', (m: Message) => {
-      if ('slot' in m) {
-        const waiter = this.slotWaiters.shift();
-        if (waiter) waiter.resolve(m.slot);
-        else this.free.push(m.slot);
-        return;
-      }
+    worker.on('message', (m: { id: number; hex: string }) => {
       const pending = this.digests.get(m.id);
       this.digests.delete(m.id);
       pending?.resolve(m.hex);
@@ -146,8 +204,7 @@ class HashThread {
       this.worker = undefined;
       for (const pending of this.digests.values()) pending.reject(err);
       this.digests.clear();
-      for (const waiter of this.slotWaiters) waiter.reject(err);
-      this.slotWaiters = [];
+      Atomics.notify(this.control!, CONSUMED); // the waits for a slot see the worker gone
     };
     worker.on('error', failed);
     worker.on('exit', (code) => failed(new Error(`the hashing thread exited (code ${code})`)));
@@ -170,13 +227,16 @@ export class ThreadHash {
 
   constructor(
     private readonly thread: HashThread,
+    /** the worker it lives on */
+    private readonly generation: number,
     private readonly id: number,
-    private readonly algorithm: string,
+    /** its index in ALGORITHMS */
+    private readonly algorithm: number,
   ) {}
 
   /** hashes `chunks` after every earlier update; resolves once they are copied (the caller may reuse them then) */
   update(chunks: readonly Buffer[]): Promise<void> {
-    this.copied = this.copied.then(() => this.thread.update(this.id, this.algorithm, chunks));
+    this.copied = this.copied.then(() => this.thread.update(this.generation, this.id, this.algorithm, chunks));
     return this.copied;
   }
 
@@ -184,14 +244,14 @@ export class ThreadHash {
   async digest(): Promise<string> {
     await this.copied;
     this.done = true;
-    return this.thread.digest(this.id, this.algorithm);
+    return this.thread.digest(this.generation, this.id, this.algorithm);
   }
 
   /** gives the hash up (the upload failed) */
   drop(): void {
     if (this.done) return;
     this.done = true;
-    const drop = () => this.thread.drop(this.id);
+    const drop = () => void this.thread.drop(this.generation, this.id);
     this.copied.then(drop, drop);
   }
 }

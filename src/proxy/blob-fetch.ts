@@ -18,22 +18,23 @@
  * reading along has gone and none waits for the commit, the upstream's connection and the upload
  * are given up, and the next pull fetches the blob again.
  */
-import { PassThrough, Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../registry/blobs.js';
 import { blobUnknown } from '../registry/blobs.js';
 import { digestAlgorithm, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
 import type { UploadSessions } from '../registry/uploads.js';
+import { BatchReader } from './batch-reader.js';
 import { describe, rethrowUpstream, UpstreamError } from './errors.js';
 import type { ProxyStats } from './stats.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
 
 /**
  * The upstream's body arrives in pieces of at most 64 KiB. The readers get them in batches of this
- * size, written in one go: the HTTP response corks its socket for the tick, so a batch leaves in
- * few socket writes without being copied into one Buffer first; the upload writes them to the
- * file in batches of this size too (one writev each; bench proxy-cold-big).
+ * size, written in one go (src/proxy/batch-reader.ts: one corked writev per batch, without copying
+ * them into one Buffer first); the upload writes them to the file in batches of this size too (one
+ * writev each; bench proxy-cold-big).
  */
 const BATCH = 1024 * 1024;
 /** the sizes upstream HEADs told clients, remembered for this many digests (the oldest forgotten first) */
@@ -110,7 +111,7 @@ class BlobFetch {
   /** resolves once the blob is under blobs/ and linked into every repository that asked */
   readonly done: Promise<void>;
   size = 0;
-  private readonly readers = new Set<PassThrough>();
+  private readonly readers = new Set<BatchReader>();
   /** repositories that asked, besides the one the upload belongs to */
   private readonly others = new Set<string>();
   private forwarding = false;
@@ -142,10 +143,10 @@ class BlobFetch {
   }
 
   /** a live stream of the bytes while none was handed on yet; undefined after (read storage once done) */
-  join(name: string): PassThrough | undefined {
+  join(name: string): BatchReader | undefined {
     if (name !== this.name) this.others.add(name);
     if (this.forwarding) return undefined;
-    const reader = new PassThrough();
+    const reader = new BatchReader();
     this.readers.add(reader);
     reader.on('close', () => {
       this.readers.delete(reader);
@@ -215,10 +216,7 @@ class BlobFetch {
     this.settled = true;
     await Promise.all([...this.others].map((name) => this.blobs.link(name, this.digest)));
     this.logger.info({ repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
-    for (const reader of this.readers) {
-      for (const chunk of this.held ?? []) reader.write(chunk);
-      reader.end();
-    }
+    for (const reader of this.readers) void reader.finish(this.held ?? []);
   }
 
   /**
@@ -255,27 +253,9 @@ class BlobFetch {
     }
   }
 
-  /** writes a batch to every reader, waiting for the slow ones to drain (a reader that closes is left) */
+  /** hands a batch to every reader, waiting for the slow ones to take it (a reader that closes is left) */
   private async handOn(chunks: readonly Buffer[]): Promise<void> {
     this.forwarding = true;
-    const waits: Promise<unknown>[] = [];
-    for (const reader of this.readers) {
-      let open = true;
-      for (const chunk of chunks) open = reader.write(chunk);
-      if (!open) waits.push(drainedOrClosed(reader));
-    }
-    await Promise.all(waits);
+    await Promise.all([...this.readers].map((reader) => reader.send(chunks)));
   }
-}
-
-function drainedOrClosed(reader: PassThrough): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      reader.off('drain', done);
-      reader.off('close', done);
-      resolve();
-    };
-    reader.on('drain', done);
-    reader.on('close', done);
-  });
 }

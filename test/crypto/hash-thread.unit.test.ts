@@ -39,6 +39,19 @@ describe('the hashing thread', () => {
     assert.deepEqual(await Promise.all([ha.digest(), hb.digest()]), [createHash('sha256').update(a).digest('hex'), createHash('sha256').update(b).digest('hex')]);
   });
 
+  it('keeps eight hashes apart that wait for a slot at once, each woken by the same freed slot', async () => {
+    const blobs = Array.from({ length: 8 }, (_, i) => randomBytes(3 * MiB + i * 4099));
+    const digests = await Promise.all(
+      blobs.map(async (data) => {
+        const hash = threadHash('sha256');
+        // pieces larger than a slot: each update takes two slots, so the eight contend for the four
+        for (let at = 0; at < data.length; at += MiB + 17) await hash.update([data.subarray(at, at + MiB + 17)]);
+        return hash.digest();
+      }),
+    );
+    assert.deepEqual(digests, blobs.map((data) => createHash('sha256').update(data).digest('hex')));
+  });
+
   it('gives the digest of nothing for a hash given no bytes', async () => {
     assert.equal(await threadHash('sha256').digest(), createHash('sha256').digest('hex'));
   });
