@@ -27,7 +27,7 @@ import { cleanEnv } from '../../test/helpers/processes.js';
 import * as layout from '../../src/registry/layout.js';
 import type { Digest } from '../../src/registry/digest.js';
 import { filesystemBackend, s3Backend, startBerth, startDistribution, type Backend, type Registry } from './registries.js';
-import { FULL_SCALE, writeFilesystemSet, writeS3Set, type ScaleSet, type ScaleSpec } from './scale-data.js';
+import { FULL_SCALE, writeFilesystemSet, writeS3Set, type ScaleSet, type ScaleSpec, type WriteCpu } from './scale-data.js';
 import { startS3Store, type S3Store } from './s3.js';
 import { median, MiB, percentile } from './stats.js';
 
@@ -38,6 +38,8 @@ export const INDEX_SCALE_ID = 'index';
 /** the S3 set by default: a tenth of the full one (see S3_FULL_ENV) */
 export const S3_SCALE: ScaleSpec = { repositories: 10_000, tags: 100_000, bigTags: 10_000 };
 export const S3_FULL_ENV = 'BENCH_SCALE_S3_FULL';
+/** PUTs in flight writing the S3 set: the CPU is the limit on this machine, not the connections (docs/performance.md) */
+const S3_IN_FLIGHT = 64;
 const QUICK_SCALE: ScaleSpec = { repositories: 2_000, tags: 20_000, bigTags: 5_000 };
 
 export type Variant = 'index' | 'plain' | 'distribution';
@@ -92,6 +94,10 @@ export interface IndexScaleRun {
   objects: number;
   /** seconds the set took to write; undefined when reused */
   writeSeconds?: number;
+  /** CPU seconds the writing took (S3: the writer, radosgw and the OSD) */
+  writeCpu?: WriteCpu;
+  /** PUTs kept in flight while writing the S3 set */
+  inFlight?: number;
   where: string;
   full: boolean;
   rebuild?: RebuildRow;
@@ -158,8 +164,8 @@ async function s3Run(options: IndexScaleOptions): Promise<IndexScaleRun> {
     // objects are small: RAM for their metadata, not their bytes
     store = await startS3Store(4 * 1024 * MiB);
     const prefix = store.prefix('scale');
-    const set = await writeS3Set(prefix, spec, 64, options.log);
-    Object.assign(runRecord, { objects: set.objects, writeSeconds: set.writeSeconds, where: `bucket ${store.bucket}, prefix ${prefix.rootdirectory}` });
+    const set = await writeS3Set(store, prefix, spec, S3_IN_FLIGHT, options.log);
+    Object.assign(runRecord, { objects: set.objects, writeSeconds: set.writeSeconds, writeCpu: set.writeCpu, inFlight: S3_IN_FLIGHT, where: `bucket ${store.bucket}, prefix ${prefix.rootdirectory}` });
     await measureSet(runRecord, set, s3Backend(store, prefix, false), options, budgets(true));
   } catch (err) {
     runRecord.error = err instanceof Error ? err.message : String(err);
@@ -262,7 +268,7 @@ function rowsOf(set: ScaleSet): PlannedRow[] {
     row('tags-last', `tags/list of ${big}, last page`, `/v2/${big}/tags/list?n=${n}&last=${encodeURIComponent(lastOf(set.bigTags))}`, all, true),
     row('ui-tags-pushed', `web interface's tag list of ${big}, newest push first`, `/ui/api/repositories/${big}/tags/list?sort=pushed&desc=1`, ['index', 'plain'], true),
     row('usage-namespace', `usage of the namespace ${set.namespace}/ (${set.repositories.length / 100} repositories)`, `/v2/_berth/ext/usage?namespace=${set.namespace}`, ['index'], false, true),
-    row('search', `search for "${set.search}"`, `/v2/_berth/ext/search?q=${encodeURIComponent(set.search)}`, ['index'], false, true),
+    row('search', `search for "${set.search}" (a prefix)`, `/v2/_berth/ext/search?q=${encodeURIComponent(set.search)}`, ['index'], false, true),
   ];
 }
 
@@ -295,16 +301,14 @@ function get(url: string, method = 'GET', body?: Buffer, headers: Record<string,
   });
 }
 
-/** entries of a listing answer (repositories, tags, or a JSON array), to show what each registry returned */
+/** entries of a listing answer (repositories, tags, a search's hits of every kind, or a JSON array), to show what each registry returned */
 function entriesOf(body: Buffer): number | undefined {
   try {
     const doc = JSON.parse(body.toString()) as unknown;
     if (Array.isArray(doc)) return doc.length;
     if (doc && typeof doc === 'object') {
-      for (const key of ['repositories', 'tags', 'results', 'items']) {
-        const v = (doc as Record<string, unknown>)[key];
-        if (Array.isArray(v)) return v.length;
-      }
+      const lists = ['repositories', 'tags', 'digests', 'values', 'results', 'items'].map((key) => (doc as Record<string, unknown>)[key]).filter(Array.isArray);
+      if (lists.length > 0) return lists.reduce((n, list) => n + list.length, 0);
     }
   } catch {
     // not JSON
@@ -432,7 +436,7 @@ export function renderIndexScale(lines: string[], runs: IndexScaleRun[]): void {
     lines.push('');
     lines.push(`### ${r.storage === 's3' ? 'S3 (Ceph radosgw)' : 'Filesystem'}: ${r.spec.repositories.toLocaleString('en')} repositories, ${r.spec.tags.toLocaleString('en')} tags (one repository of ${r.spec.bigTags.toLocaleString('en')})${r.full ? '' : ' — a smaller set than the full 100,000 / 1,000,000'}`);
     lines.push('');
-    const written = r.writeSeconds === undefined ? `reused from BENCH_SCALE_DIR (${r.objects.toLocaleString('en')} files)` : `${r.objects.toLocaleString('en')} ${r.storage === 's3' ? 'objects' : 'files'} written in ${fmt(r.writeSeconds, 0)} s (${Math.round(r.objects / r.writeSeconds)}/s${r.storage === 's3' ? ', PutObject, 64 in flight' : ', worker threads making plain synchronous fs calls'})`;
+    const written = r.writeSeconds === undefined ? `reused from BENCH_SCALE_DIR (${r.objects.toLocaleString('en')} files)` : `${r.objects.toLocaleString('en')} ${r.storage === 's3' ? 'objects' : 'files'} written in ${fmt(r.writeSeconds, 0)} s (${Math.round(r.objects / r.writeSeconds)}/s${r.storage === 's3' ? `, signed PUTs (bench/lib/s3-put.ts), ${r.inFlight} in flight over as many connections${writeCpuText(r)}` : ', worker threads making plain synchronous fs calls'})`;
     lines.push(`Data set: ${written}.`);
     if (r.storage === 's3' && !r.full) lines.push('', `**The S3 set is a tenth of the full size** by default: at the PUT rate above the full 1.9 million objects take longer than a bench run. \`${S3_FULL_ENV}=1\` writes the full set.`);
     for (const n of r.notes) lines.push('', n);
@@ -489,6 +493,14 @@ export function renderIndexScale(lines: string[], runs: IndexScaleRun[]): void {
       lines.push(`- ${where}: push at most ${PUSH_TARGET_MS} ms slower with the index (median): ${verdict(d, (v) => v <= PUSH_TARGET_MS)} (${fmt(d)} ms).`);
     }
   }
+}
+
+/** what writing the S3 set cost in CPU, per object: which side (the writer or the store) is the limit */
+function writeCpuText(r: IndexScaleRun): string {
+  const cpu = r.writeCpu;
+  if (!cpu || r.objects === 0) return '';
+  const perObject = (seconds: number) => `${fmt((seconds * 1000) / r.objects)} ms per object`;
+  return `; CPU: the writer ${fmt(cpu.writer, 0)} s (${perObject(cpu.writer)})${cpu.store === undefined ? '' : `, radosgw and the OSD ${fmt(cpu.store, 0)} s (${perObject(cpu.store)})`}`;
 }
 
 function verdict(value: number | undefined, ok: (v: number) => boolean): string {

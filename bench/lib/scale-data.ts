@@ -12,17 +12,19 @@
  *
  * Repositories are `team-NN/app-NNNNN` (100 top-level namespaces of 1,000), the usage row asks
  * for one namespace. On a filesystem the objects go through worker threads making plain
- * synchronous fs calls, one repository per batch; on S3 through PutObject, many in flight.
+ * synchronous fs calls, one repository per batch; on S3 through signed PUTs (s3-put.ts), many in flight.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import * as layout from '../../src/registry/layout.js';
 import type { Digest } from '../../src/registry/digest.js';
-import type { S3Prefix } from './s3.js';
+import { cpuSeconds } from './process-stats.js';
+import type { S3Prefix, S3Store } from './s3.js';
+import { SignedPut } from './s3-put.js';
 
 export interface ScaleSpec {
   repositories: number;
@@ -48,11 +50,13 @@ export interface ScaleSet {
   bigTags: string[];
   /** revision links written (manifests the index holds after a rebuild) */
   manifests: number;
-  /** a top-level namespace for the usage row, and a term for the search row */
+  /** a top-level namespace for the usage row, and a term for the search row (a prefix of repository names) */
   namespace: string;
   search: string;
   /** seconds the writing took; undefined when the set was reused from BENCH_SCALE_DIR */
   writeSeconds?: number;
+  /** CPU seconds the writing took (S3) */
+  writeCpu?: WriteCpu;
   /** objects (files or S3 objects) written */
   objects: number;
   /** where it is: a filesystem root or an S3 key prefix */
@@ -137,7 +141,9 @@ function describe(spec: ScaleSpec, planned: PlannedRepository[], where: string, 
     bigTags: [...big.tags].sort(byCodeUnit),
     manifests: planned.reduce((n, r) => n + Math.min(r.tags.length, IMAGES), 0),
     namespace: 'team-07',
-    search: 'app-04242',
+    // search matches the start of a name or value (src/metadata/search.ts): the namespace's
+    // repositories numbered below 10,000, 20 of them at the smallest set, 100 from a tenth up
+    search: 'team-07/app-00',
     writeSeconds,
     objects,
     where,
@@ -231,36 +237,68 @@ export async function writeFilesystemSet(root: string, spec: ScaleSpec, log: (li
   return describe(spec, planned, root, objects, writeSeconds);
 }
 
-/** the set under an S3 key prefix, `concurrency` PutObject calls in flight */
-export async function writeS3Set(prefix: S3Prefix, spec: ScaleSpec, concurrency: number, log: (line: string) => void): Promise<ScaleSet> {
+/** CPU seconds the writing cost: the writing process, and the store's daemons when known */
+export interface WriteCpu {
+  writer: number;
+  /** radosgw and the OSD (their PIDs from the Ceph's run directory) */
+  store?: number;
+}
+
+/**
+ * The set under an S3 key prefix: signed PUTs (s3-put.ts, not the SDK client: it cost the
+ * writer more CPU than radosgw spent on the PUT), `concurrency` in flight over as many connections.
+ */
+export async function writeS3Set(store: S3Store, prefix: S3Prefix, spec: ScaleSpec, concurrency: number, log: (line: string) => void): Promise<ScaleSet> {
   const planned = plan(spec);
+  const puts = new SignedPut(store.ceph.endpoint, store.bucket, await prefix.client.config.credentials(), concurrency);
+  const daemons = storePids(store);
+  const storeCpu = () => daemons?.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  const [cpuBefore, storeBefore] = [process.cpuUsage(), storeCpu()];
   const started = performance.now();
   const all = images();
   let objects = 0;
-  for (const image of all) {
-    for (const { digest, data } of [...image.blobs, { digest: image.digest, data: image.manifest }]) {
-      await prefix.put(layout.blobData(digest), data);
-      objects++;
-    }
-  }
-  function* each(): Generator<[string, string]> {
-    for (const repo of planned) yield* repositoryObjects(repo, all);
-  }
-  const source = each();
-  let lastLog = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (let item = source.next(); !item.done; item = source.next()) {
-        await prefix.put(item.value[0], item.value[1]);
+  try {
+    for (const image of all) {
+      for (const { digest, data } of [...image.blobs, { digest: image.digest, data: image.manifest }]) {
+        await puts.put(prefix.key(layout.blobData(digest)), data);
         objects++;
-        if (performance.now() - lastLog > 30_000) {
-          lastLog = performance.now();
-          log(`scale set on S3: ${objects} objects, ${Math.round(objects / ((lastLog - started) / 1000))} PUT/s`);
-        }
       }
-    }),
-  );
+    }
+    function* each(): Generator<[string, string]> {
+      for (const repo of planned) yield* repositoryObjects(repo, all);
+    }
+    const source = each();
+    let lastLog = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        for (let item = source.next(); !item.done; item = source.next()) {
+          await puts.put(prefix.key(item.value[0]), item.value[1]);
+          objects++;
+          if (performance.now() - lastLog > 30_000) {
+            lastLog = performance.now();
+            log(`scale set on S3: ${objects} objects, ${Math.round(objects / ((lastLog - started) / 1000))} PUT/s`);
+          }
+        }
+      }),
+    );
+  } finally {
+    await puts.close();
+  }
   const writeSeconds = (performance.now() - started) / 1000;
-  log(`scale set on S3: ${objects} objects written in ${writeSeconds.toFixed(0)} s (${Math.round(objects / writeSeconds)} PUT/s)`);
-  return describe(spec, planned, prefix.rootdirectory, objects, writeSeconds);
+  const used = process.cpuUsage(cpuBefore);
+  const writeCpu: WriteCpu = { writer: (used.user + used.system) / 1e6, store: storeBefore === undefined ? undefined : storeCpu()! - storeBefore };
+  log(
+    `scale set on S3: ${objects} objects written in ${writeSeconds.toFixed(0)} s (${Math.round(objects / writeSeconds)} PUT/s); CPU: the writer ${writeCpu.writer.toFixed(0)} s` +
+      `${writeCpu.store === undefined ? '' : `, radosgw and the OSD ${writeCpu.store.toFixed(0)} s`}`,
+  );
+  return { ...describe(spec, planned, prefix.rootdirectory, objects, writeSeconds), writeCpu };
+}
+
+/** the PIDs of the store's radosgw and OSD (test/helpers/ceph-s3.sh records them); undefined when unreadable */
+function storePids(store: S3Store): number[] | undefined {
+  try {
+    return ['rgw', 'osd'].map((name) => Number(readFileSync(join(store.ceph.dir, 'run', `${name}.pid`), 'utf8').trim()));
+  } catch {
+    return undefined;
+  }
 }

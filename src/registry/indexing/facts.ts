@@ -23,6 +23,8 @@ export interface StoredRepository extends RepositoryFacts {
   hasManifests: boolean;
   /** `_layers` links whose content is not stored (left out of `blobs`: they count once it is) */
   unstoredLinks: string[];
+  /** tag directories without a readable `current/link` (left out of `tags`: they name no manifest, yet storage's tag list names them) */
+  tagsWithoutLink: string[];
 }
 
 /** `cache`: content shared by the repositories of one walk (the rebuild), read once */
@@ -37,9 +39,11 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string, c
     if (target === digest && record) manifests.push(record);
   });
   const tags: TagRecord[] = [];
+  const tagsWithoutLink: string[] = [];
   await forEach((await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [], READS, async (tag) => {
     const [digest, stat] = await Promise.all([readLink(driver, layout.tagCurrentLink(name, tag)), unlessMissing(driver.stat(layout.tagCurrentLink(name, tag)))]);
     if (digest && stat) tags.push({ name: tag, digest, pushed: stat.modTime.toISOString() });
+    else tagsWithoutLink.push(tag);
   });
   const blobs: BlobLinkRecord[] = [];
   const unstoredLinks: string[] = [];
@@ -58,6 +62,7 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string, c
     tags: tags.sort((a, b) => byCodeUnit(a.name, b.name)),
     blobs: blobs.sort((a, b) => byCodeUnit(a.digest, b.digest)),
     unstoredLinks: unstoredLinks.sort(byCodeUnit),
+    tagsWithoutLink: tagsWithoutLink.sort(byCodeUnit),
   };
 }
 

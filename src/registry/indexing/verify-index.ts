@@ -4,7 +4,10 @@
  * revision written before berth recorded push times has none in storage; the image's size and
  * build time are compared: they are read from storage as the rebuild reads them), which digest each tag
  * names, and the blob links with their sizes. Times and the tags' history are the index's own
- * and not compared.
+ * and not compared. A tag directory without a current link (a push that died between the tag's
+ * `index` link and its `current` one) is reported too: storage's tag list names it, the index
+ * cannot (it names no manifest), so the two listings differ until the tag is pushed again or its
+ * directory removed; a rebuild does not repair it.
  */
 import type { StorageDriver } from '../../storage/driver.js';
 import type { MetadataIndex } from '../../metadata/metadata-index.js';
@@ -28,6 +31,11 @@ export async function verifyIndex(driver: StorageDriver, index: MetadataIndex, r
       continue;
     }
     compareRepository(stored, rows, say);
+    // the reconciler compares too (compareRepository) but cannot write these: reported here only
+    const indexedTags = new Set(rows.tags.map((t) => t.name));
+    for (const tag of stored.tagsWithoutLink) {
+      if (!indexedTags.has(tag)) say(`${name}:${tag}: tag directory in storage without a current link, not in the index (storage's tag list names it; push the tag again or remove its directory)`);
+    }
   }
   for (const name of indexed) say(`${name}: in the index, not in storage`);
   return differences;
