@@ -10,6 +10,7 @@
  */
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Engine } from './migrations.js';
+import { PreparedQuery } from './prepared.js';
 import type { BlobLinkRecord, ManifestRecord, RepositoryFacts, TagHistoryRecord, TagRecord } from './records.js';
 import type { Database, ManifestsTable } from './schema.js';
 
@@ -29,11 +30,15 @@ export interface Replacement {
 }
 
 export class MetadataIndex {
+  private readonly queries: RequestQueries;
+
   constructor(
     readonly db: Kysely<Database>,
     readonly engine: Engine,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.queries = new RequestQueries(db);
+  }
 
   private time(): string {
     return new Date(this.now()).toISOString();
@@ -46,42 +51,44 @@ export class MetadataIndex {
    * request path one write (one commit) for its manifest and tags; `pushedBy`: the tags' history
    */
   async manifestStored(record: ManifestRecord, tags: readonly string[] = [], pushedBy?: string): Promise<void> {
+    const q = this.queries;
     await this.db.transaction().execute(async (tx) => {
-      await claim(tx, record.repository, true);
-      await upsertManifests(tx, [record]);
+      await q.claim(tx, record.repository, true);
+      await q.upsertManifest.run(tx, manifestRow(record));
       const pushed = this.time();
-      for (const name of tags) await moveTag(tx, record.repository, { name, digest: record.digest, pushed }, pushedBy ?? null);
+      for (const name of tags) await moveTag(q, tx, record.repository, { name, digest: record.digest, pushed }, pushedBy ?? null);
     });
   }
 
   async manifestRemoved(repository: string, digest: string): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
-      await claim(tx, repository, true);
+      await this.queries.claim(tx, repository, true);
       const at = this.time();
       const tags = await tx.selectFrom('tags').select('name').where('repository', '=', repository).where('digest', '=', digest).execute();
-      for (const { name } of tags) await removeTag(tx, repository, name, at);
+      for (const { name } of tags) await removeTag(this.queries, tx, repository, name, at);
       await tx.deleteFrom('manifests').where('repository', '=', repository).where('digest', '=', digest).execute();
     });
   }
 
   async tagMoved(repository: string, tag: string, digest: string, pushedBy?: string): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
-      await claim(tx, repository, true);
-      await moveTag(tx, repository, { name: tag, digest, pushed: this.time() }, pushedBy ?? null);
+      await this.queries.claim(tx, repository, true);
+      await moveTag(this.queries, tx, repository, { name: tag, digest, pushed: this.time() }, pushedBy ?? null);
     });
   }
 
   async tagRemoved(repository: string, tag: string): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
-      await claim(tx, repository, true);
-      await removeTag(tx, repository, tag, this.time());
+      await this.queries.claim(tx, repository, true);
+      await removeTag(this.queries, tx, repository, tag, this.time());
     });
   }
 
   async blobLinked(repository: string, digest: string, size: number): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
-      await claim(tx, repository, false);
-      await linkBlobs(tx, [{ repository, digest, size }]);
+      await this.queries.claim(tx, repository, false);
+      await this.queries.blobRow.run(tx, { digest, size });
+      await this.queries.link.run(tx, { repository, digest });
     });
   }
 
@@ -111,7 +118,7 @@ export class MetadataIndex {
   async replaceRepository(facts: RepositoryFacts, hasManifests: boolean, expectChanges?: number): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       // a write of the request path landed since `facts` were read: they may lack it (roll back)
-      if ((await replaceAll(tx, [{ facts, hasManifests, expectChanges }], this.time())).length > 0) throw new RepositoryChangedError(facts.name);
+      if ((await replaceAll(this.queries, tx, [{ facts, hasManifests, expectChanges }], this.time())).length > 0) throw new RepositoryChangedError(facts.name);
     });
   }
 
@@ -122,7 +129,7 @@ export class MetadataIndex {
    * `expectChanges` is left as it was; its name is returned, to be read from storage again.
    */
   async replaceRepositories(batch: readonly Replacement[]): Promise<string[]> {
-    return this.db.transaction().execute((tx) => replaceAll(tx, batch, this.time()));
+    return this.db.transaction().execute((tx) => replaceAll(this.queries, tx, batch, this.time()));
   }
 
   /**
@@ -216,18 +223,64 @@ export class MetadataIndex {
   }
 }
 
-/**
- * the repository's row, written first in every transaction of the request path (see the file's
- * comment), which counts its writes; `manifests`: the repository has `_manifests` now (never unset
- * by the request path: a repository keeps it, as storage keeps the directory)
- */
-async function claim(tx: Tx, name: string, manifests: boolean): Promise<void> {
-  await tx
-    .insertInto('repositories')
-    .values({ name, has_manifests: manifests ? 1 : 0, changes: 1 })
-    .onConflict((oc) => oc.column('name').doUpdateSet({ ...(manifests ? { has_manifests: 1 } : { name }), changes: sql<number>`repositories.changes + 1` }))
-    .execute();
+type ManifestRow = ReturnType<typeof manifestRow>;
+
+/** the statements the request path runs, each built and compiled once (prepared.ts) */
+class RequestQueries {
+  private readonly claims: Record<'manifests' | 'links', PreparedQuery<'name'>>;
+  readonly upsertManifest: PreparedQuery<keyof ManifestRow>;
+  readonly currentTag: PreparedQuery<'repository' | 'name', { digest: string }>;
+  readonly closeHistory: PreparedQuery<'repository' | 'tag' | 'at'>;
+  readonly openHistory: PreparedQuery<'repository' | 'tag' | 'digest' | 'from' | 'pushedBy'>;
+  readonly pointTag: PreparedQuery<'repository' | 'name' | 'digest' | 'pushed'>;
+  readonly deleteTag: PreparedQuery<'repository' | 'name'>;
+  readonly blobRow: PreparedQuery<'digest' | 'size'>;
+  readonly link: PreparedQuery<'repository' | 'digest'>;
+
+  constructor(db: Kysely<Database>) {
+    const claim = (manifests: boolean) =>
+      new PreparedQuery(['name'], ({ name }) =>
+        db
+          .insertInto('repositories')
+          .values({ name, has_manifests: manifests ? 1 : 0, changes: 1 })
+          .onConflict((oc) => oc.column('name').doUpdateSet({ ...(manifests ? { has_manifests: 1 } : { name }), changes: sql<number>`repositories.changes + 1` })),
+      );
+    this.claims = { manifests: claim(true), links: claim(false) };
+    const columns = Object.keys(manifestRow(SAMPLE_MANIFEST)) as (keyof ManifestRow)[];
+    this.upsertManifest = new PreparedQuery(columns, (row) => manifestsUpsert(db, [row]));
+    this.currentTag = new PreparedQuery(['repository', 'name'], ({ repository, name }) => db.selectFrom('tags').select('digest').where('repository', '=', repository).where('name', '=', name));
+    this.closeHistory = new PreparedQuery(['repository', 'tag', 'at'], ({ repository, tag, at }) =>
+      db.updateTable('tag_history').set({ to_at: at }).where('repository', '=', repository).where('tag', '=', tag).where('to_at', 'is', null),
+    );
+    this.openHistory = new PreparedQuery(['repository', 'tag', 'digest', 'from', 'pushedBy'], ({ repository, tag, digest, from, pushedBy }) =>
+      db
+        .insertInto('tag_history')
+        .values({ repository, tag, digest, from_at: from, to_at: null, pushed_by: pushedBy })
+        .onConflict((oc) => oc.columns(['repository', 'tag', 'from_at', 'digest']).doUpdateSet({ to_at: null })),
+    );
+    this.pointTag = new PreparedQuery(['repository', 'name', 'digest', 'pushed'], ({ repository, name, digest, pushed }) =>
+      db
+        .insertInto('tags')
+        .values({ repository, name, digest, pushed_at: pushed })
+        .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet({ digest, pushed_at: pushed })),
+    );
+    this.deleteTag = new PreparedQuery(['repository', 'name'], ({ repository, name }) => db.deleteFrom('tags').where('repository', '=', repository).where('name', '=', name));
+    this.blobRow = new PreparedQuery(['digest', 'size'], ({ digest, size }) => blobsUpsert(db, [[digest, size]]));
+    this.link = new PreparedQuery(['repository', 'digest'], (link) => linksInsert(db, [link]));
+  }
+
+  /**
+   * the repository's row, written first in every transaction of the request path (see the file's
+   * comment), which counts its writes; `manifests`: the repository has `_manifests` now (never unset
+   * by the request path: a repository keeps it, as storage keeps the directory)
+   */
+  async claim(tx: Tx, name: string, manifests: boolean): Promise<void> {
+    await this.claims[manifests ? 'manifests' : 'links'].run(tx, { name });
+  }
 }
+
+/** a record whose row gives the manifests table's columns, in order */
+const SAMPLE_MANIFEST: ManifestRecord = { repository: '', digest: '', mediaType: '', size: 0, configDigest: null, platforms: [], labels: {}, annotations: {}, subject: null, pushed: '', imageSize: null, created: null };
 
 async function changesOf(db: Kysely<Database>, name: string): Promise<number> {
   const row = await db.selectFrom('repositories').select('changes').where('name', '=', name).executeTakeFirst();
@@ -241,7 +294,7 @@ async function changesOf(db: Kysely<Database>, name: string): Promise<number> {
  * writes compared with its `expectChanges`: those that differ are returned and left alone, the
  * others' rows made what storage holds. `at`: when the tags that went or moved left.
  */
-async function replaceAll(tx: Tx, batch: readonly Replacement[], at: string): Promise<string[]> {
+async function replaceAll(queries: RequestQueries, tx: Tx, batch: readonly Replacement[], at: string): Promise<string[]> {
   for (const chunk of chunks([...batch])) {
     await tx
       .insertInto('repositories')
@@ -273,7 +326,7 @@ async function replaceAll(tx: Tx, batch: readonly Replacement[], at: string): Pr
   for (const key of indexed.keys()) {
     if (stored.has(key)) continue;
     const [repository, name] = key.split('\n');
-    await removeTag(tx, repository, name, at);
+    await removeTag(queries, tx, repository, name, at);
   }
   // a tag whose digest changed (or that is new) closes its open entry (only a tag with a row has one) and opens one at the tag's time
   const moved = tags.filter((t) => indexed.get(`${t.repository}\n${t.name}`) !== t.digest);
@@ -371,73 +424,67 @@ function manifestRecord(row: Selectable<ManifestsTable>): ManifestRecord {
 }
 
 async function upsertManifests(tx: Tx, records: ManifestRecord[]): Promise<void> {
-  for (const chunk of chunks(records.map(manifestRow), BATCH / 20)) {
-    await tx
-      .insertInto('manifests')
-      .values(chunk)
-      .onConflict((oc) =>
-        oc.columns(['repository', 'digest']).doUpdateSet((eb) => ({
-          media_type: eb.ref('excluded.media_type'),
-          size: eb.ref('excluded.size'),
-          config_digest: eb.ref('excluded.config_digest'),
-          platforms: eb.ref('excluded.platforms'),
-          labels: eb.ref('excluded.labels'),
-          annotations: eb.ref('excluded.annotations'),
-          subject: eb.ref('excluded.subject'),
-          pushed_at: eb.ref('excluded.pushed_at'),
-          image_size: eb.ref('excluded.image_size'),
-          created: eb.ref('excluded.created'),
-          platform_names: eb.ref('excluded.platform_names'),
-        })),
-      )
-      .execute();
-  }
+  for (const chunk of chunks(records.map(manifestRow), BATCH / 20)) await manifestsUpsert(tx, chunk).execute();
+}
+
+/** the manifests' rows, each written whole over the one it replaces */
+function manifestsUpsert(db: Kysely<Database>, rows: ManifestRow[]) {
+  return db
+    .insertInto('manifests')
+    .values(rows)
+    .onConflict((oc) =>
+      oc.columns(['repository', 'digest']).doUpdateSet((eb) => ({
+        media_type: eb.ref('excluded.media_type'),
+        size: eb.ref('excluded.size'),
+        config_digest: eb.ref('excluded.config_digest'),
+        platforms: eb.ref('excluded.platforms'),
+        labels: eb.ref('excluded.labels'),
+        annotations: eb.ref('excluded.annotations'),
+        subject: eb.ref('excluded.subject'),
+        pushed_at: eb.ref('excluded.pushed_at'),
+        image_size: eb.ref('excluded.image_size'),
+        created: eb.ref('excluded.created'),
+        platform_names: eb.ref('excluded.platform_names'),
+      })),
+    );
 }
 
 /** points the tag at `tag.digest`; when it named another digest (or nothing), the history gets an entry from `tag.pushed` */
-async function moveTag(tx: Tx, repository: string, tag: TagRecord, pushedBy: string | null): Promise<void> {
-  const current = await tx.selectFrom('tags').select('digest').where('repository', '=', repository).where('name', '=', tag.name).executeTakeFirst();
+async function moveTag(q: RequestQueries, tx: Tx, repository: string, tag: TagRecord, pushedBy: string | null): Promise<void> {
+  const [current] = (await q.currentTag.run(tx, { repository, name: tag.name })).rows;
   if (current?.digest !== tag.digest) {
-    await closeHistory(tx, repository, tag.name, tag.pushed);
-    await tx
-      .insertInto('tag_history')
-      .values({ repository, tag: tag.name, digest: tag.digest, from_at: tag.pushed, to_at: null, pushed_by: pushedBy })
-      .onConflict((oc) => oc.columns(['repository', 'tag', 'from_at', 'digest']).doUpdateSet({ to_at: null }))
-      .execute();
+    await q.closeHistory.run(tx, { repository, tag: tag.name, at: tag.pushed });
+    await q.openHistory.run(tx, { repository, tag: tag.name, digest: tag.digest, from: tag.pushed, pushedBy });
   }
-  await tx
-    .insertInto('tags')
-    .values({ repository, name: tag.name, digest: tag.digest, pushed_at: tag.pushed })
-    .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet({ digest: tag.digest, pushed_at: tag.pushed }))
-    .execute();
+  await q.pointTag.run(tx, { repository, name: tag.name, digest: tag.digest, pushed: tag.pushed });
 }
 
-async function removeTag(tx: Tx, repository: string, tag: string, at: string): Promise<void> {
-  await closeHistory(tx, repository, tag, at);
-  await tx.deleteFrom('tags').where('repository', '=', repository).where('name', '=', tag).execute();
-}
-
-async function closeHistory(tx: Tx, repository: string, tag: string, at: string): Promise<void> {
-  await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', repository).where('tag', '=', tag).where('to_at', 'is', null).execute();
+async function removeTag(q: RequestQueries, tx: Tx, repository: string, tag: string, at: string): Promise<void> {
+  await q.closeHistory.run(tx, { repository, tag, at });
+  await q.deleteTag.run(tx, { repository, name: tag });
 }
 
 /** each blob's row (its size), then the repository's link to it */
 async function linkBlobs(tx: Tx, links: (BlobLinkRecord & { repository: string })[]): Promise<void> {
   const sizes = new Map(links.map((l) => [l.digest, l.size]));
-  for (const chunk of chunks([...sizes])) {
-    await tx
-      .insertInto('blobs')
-      .values(chunk.map(([digest, size]) => ({ digest, size })))
-      .onConflict((oc) => oc.column('digest').doUpdateSet((eb) => ({ size: eb.ref('excluded.size') })))
-      .execute();
-  }
-  for (const chunk of chunks(links)) {
-    await tx
-      .insertInto('repository_blobs')
-      .values(chunk.map((l) => ({ repository: l.repository, digest: l.digest })))
-      .onConflict((oc) => oc.columns(['repository', 'digest']).doNothing())
-      .execute();
-  }
+  for (const chunk of chunks([...sizes])) await blobsUpsert(tx, chunk).execute();
+  for (const chunk of chunks(links)) await linksInsert(tx, chunk).execute();
+}
+
+/** blobs' rows: digest and size */
+function blobsUpsert(db: Kysely<Database>, sizes: [digest: string, size: number][]) {
+  return db
+    .insertInto('blobs')
+    .values(sizes.map(([digest, size]) => ({ digest, size })))
+    .onConflict((oc) => oc.column('digest').doUpdateSet((eb) => ({ size: eb.ref('excluded.size') })));
+}
+
+/** repositories' links to blobs (kept when there already) */
+function linksInsert(db: Kysely<Database>, links: { repository: string; digest: string }[]) {
+  return db
+    .insertInto('repository_blobs')
+    .values(links.map((l) => ({ repository: l.repository, digest: l.digest })))
+    .onConflict((oc) => oc.columns(['repository', 'digest']).doNothing());
 }
 
 function chunks<T>(items: T[], size = BATCH): T[][] {

@@ -143,6 +143,11 @@ export class ManifestStore {
     return this.revisions.run(`${name}@${manifest.digest}`, async () => {
       const pushed = new Date((this.options.now ?? Date.now)()).toISOString();
       const meta: RevisionMeta = { mediaType: manifest.mediaType, pushed };
+      // the index's record is read while storage is written: it reads only what this PUT does not
+      // write (the configuration, an index's children), so the push does not wait for it after
+      const index = this.options.index;
+      const described = index && describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed });
+      described?.catch(() => undefined); // its failure counts where it is awaited, below
       if (manifest.payload !== body) {
         meta.signed = digestBytes(algorithm, body);
         await this.storeContent(meta.signed, body);
@@ -161,8 +166,7 @@ export class ManifestStore {
           pointed.push(tag);
         }
       } finally {
-        const index = this.options.index;
-        if (index) await index.manifestStored(await describeManifest(this.driver, { repository: name, digest: manifest.digest, mediaType: meta.mediaType, content: body, pushed }), pointed, pushedBy);
+        if (index) await index.manifestStored(await described!, pointed, pushedBy);
       }
       await this.keepWritten(name, manifest, applied, meta, body.length, pushedBy);
     });
