@@ -45,8 +45,42 @@ export interface Fingerprint {
  * `storeNow`: the store's time (the filesystem's is this machine's, Date.now).
  */
 export async function fingerprint(driver: StorageDriver, name: string, storeNow: () => number): Promise<Fingerprint> {
+  const begun = await beginFingerprint(driver, name, storeNow);
+  if (!begun.needsTags) return begun.finish([]);
+  const tags = (await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [];
+  const links = await mapLimited(tags, READS, (tag) => unlessMissing(driver.stat(layout.tagCurrentLink(name, tag))));
+  return begun.finish(tags.map((tag, i) => ({ tag, size: links[i]?.size, modTimeMs: links[i]?.modTime.getTime() })));
+}
+
+/** a tag's current link as the fingerprint counts it (size and time undefined: no link) */
+export interface TagLinkTime {
+  tag: string;
+  size?: number;
+  modTimeMs?: number;
+}
+
+/**
+ * The fingerprint's first half, taken before the repository is read: the directory tokens (or,
+ * without them, the whole walk). `needsTags`: finish wants every tag's current link with its size
+ * and time, in the tags directory's listing order; the rebuild passes those its read of the tags
+ * found (a link's content and time read together, so a tag rewritten after that read changes the
+ * fingerprint), which spares a second stat of every tag.
+ */
+export async function beginFingerprint(driver: StorageDriver, name: string, storeNow: () => number): Promise<{ needsTags: boolean; finish: (tags: readonly TagLinkTime[]) => Fingerprint }> {
   const horizon = storeNow() - SETTLE_MS;
-  return (await byDirectoryTokens(driver, name, horizon)) ?? byWalk(driver, name, horizon);
+  const tokens = await directoryTokens(driver, name);
+  if (!tokens) {
+    const walked = await byWalk(driver, name, horizon);
+    return { needsTags: false, finish: () => walked };
+  }
+  return {
+    needsTags: true,
+    finish: (tags) => {
+      const fp = { hash: tokens, settled: true };
+      for (const t of tags) addFile(fp, t.tag, t.size, t.modTimeMs, horizon);
+      return { version: `t:${fp.hash.digest('hex')}`, settled: fp.settled };
+    },
+  };
 }
 
 /**
@@ -80,9 +114,10 @@ async function anyStored(driver: StorageDriver, digests: string[]): Promise<bool
   return false;
 }
 
-async function byDirectoryTokens(driver: StorageDriver, name: string, horizon: number): Promise<Fingerprint | undefined> {
+/** the hash of the directories' tokens (without the tags' links); undefined: the driver cannot vouch for one of them */
+async function directoryTokens(driver: StorageDriver, name: string): Promise<Hash | undefined> {
   const repository = layout.repository(name);
-  const fp = { hash: createHash('sha256').update('tokens\n'), settled: true };
+  const hash = createHash('sha256').update('tokens\n');
   // a driver that never vouches (S3) answers without a request: ask it before listing anything
   if ((await unlessMissing(driver.childrenVersion(repository))) === undefined) return undefined;
   // the algorithms' directories that exist (a listing of their parents, whose names go in the hash)
@@ -95,7 +130,7 @@ async function byDirectoryTokens(driver: StorageDriver, name: string, horizon: n
     ...ALGORITHMS.filter((a) => layers.names.includes(a)).map((algorithm) => layout.layersDir(name, algorithm)),
     ...ALGORITHMS.filter((a) => revisions.names.includes(a)).map((algorithm) => layout.manifestRevisionsDir(name, algorithm)),
   ];
-  fp.hash.update(`${layers.names.join('/')}\n${revisions.names.join('/')}\n`);
+  hash.update(`${layers.names.join('/')}\n${revisions.names.join('/')}\n`);
   for (const dir of dirs) {
     let token: string | undefined;
     try {
@@ -105,12 +140,9 @@ async function byDirectoryTokens(driver: StorageDriver, name: string, horizon: n
       token = '-';
     }
     if (token === undefined) return undefined; // cannot vouch for it (now, or ever)
-    fp.hash.update(`${dir}\0${token}\n`);
+    hash.update(`${dir}\0${token}\n`);
   }
-  const tags = (await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [];
-  const links = await mapLimited(tags, READS, (tag) => unlessMissing(driver.stat(layout.tagCurrentLink(name, tag))));
-  tags.forEach((tag, i) => addFile(fp, tag, links[i]?.size, links[i]?.modTime.getTime(), horizon));
-  return { version: `t:${fp.hash.digest('hex')}`, settled: fp.settled };
+  return hash;
 }
 
 async function byWalk(driver: StorageDriver, name: string, horizon: number): Promise<Fingerprint> {

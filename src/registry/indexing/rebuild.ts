@@ -4,7 +4,7 @@
  * repositories per transaction (docs/decisions.md, "The index's writes: one per push, batches for the rebuild"). Repositories the index
  * has and storage does not are dropped; the tags' history is kept (a tag that moved or went while
  * the index was not told is closed at the rebuild's time). At the end the index records when it
- * was rebuilt (REBUILT_KEY). Each repository's fingerprint (fingerprint.ts), taken before it is
+ * was rebuilt (REBUILT_KEY). Each repository's fingerprint (fingerprint.ts), begun before it is
  * read, is kept as the reconciler keeps it, so the reconciler's first pass after the rebuild skips
  * the repositories that did not change since.
  */
@@ -15,7 +15,7 @@ import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import { ContentCache } from './content-cache.js';
 import { readRepositoryFacts, type StoredRepository } from './facts.js';
-import { fingerprint, keptVersion, type Fingerprint } from './fingerprint.js';
+import { beginFingerprint, keptVersion, type Fingerprint } from './fingerprint.js';
 import { replaceFromStorage } from './reindex.js';
 
 /** repositories read at once */
@@ -95,10 +95,11 @@ export async function rebuildIndex(
   };
   await forEach(names, REBUILD_REPOSITORIES, async (name) => {
     options.signal?.throwIfAborted();
-    // before the read: a write landing after it changes the fingerprint the reconciler compares with
-    const taken = await fingerprint(driver, name, storeNow);
+    // begun before the read (a write landing after it changes the fingerprint the reconciler
+    // compares with), finished with the tag links the read found (no second stat of each tag)
+    const begun = await beginFingerprint(driver, name, storeNow);
     const facts = await readRepositoryFacts(driver, name, cache);
-    batch.push({ facts, fingerprint: taken });
+    batch.push({ facts, fingerprint: begun.finish(facts.tagLinks) });
     rows += facts.manifests.length + facts.tags.length + facts.blobs.length;
     if (batch.length < BATCH_REPOSITORIES && rows < BATCH_ROWS) return;
     const full = batch;
