@@ -102,6 +102,8 @@ export class SmallFileReader {
       const worker = new Worker(WORKER, { eval: true });
       worker.on('message', (reply: Reply) => this.settle(reply));
       worker.on('error', (err) => this.failAll(worker, err));
+      // ended by close() (the driver closing) or a crash: what it had in flight fails
+      worker.on('exit', () => this.failAll(worker, new Error('storage: the small-file reader ended before it answered')));
       worker.unref();
       this.workers.push(worker);
     }
@@ -129,7 +131,7 @@ export class SmallFileReader {
     pending.resolve(files);
   }
 
-  /** a worker that died fails what it had in flight; the next read starts another */
+  /** a worker that died or ended fails what it had in flight; the next read starts another */
   private failAll(worker: Worker, err: Error): void {
     for (const [id, pending] of this.pending) {
       if (pending.worker !== worker) continue;

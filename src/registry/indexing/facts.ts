@@ -90,8 +90,9 @@ interface ReadFile {
   modTimeMs?: number;
 }
 
-/** paths per call of the driver's readSmallFiles (a repository of 100,000 tags takes many) */
+/** paths per call of the driver's readSmallFiles (a repository of 100,000 tags takes many), and calls in flight */
 const SMALL_FILES_BATCH = 512;
+const SMALL_FILES_CALLS = 2;
 
 /**
  * small files, in order (undefined: missing): through the driver's readSmallFiles in batches
@@ -102,7 +103,7 @@ async function readFiles(driver: StorageDriver, entries: { path: string; timed?:
   if (driver.readSmallFiles) {
     const batches: { path: string }[][] = [];
     for (let i = 0; i < entries.length; i += SMALL_FILES_BATCH) batches.push(entries.slice(i, i + SMALL_FILES_BATCH));
-    return (await mapLimited(batches, 2, (batch) => driver.readSmallFiles!(batch.map((e) => e.path)))).flat();
+    return (await mapLimited(batches, SMALL_FILES_CALLS, (batch) => driver.readSmallFiles!(batch.map((e) => e.path)))).flat();
   }
   return mapLimited(entries, READS, async ({ path, timed }) => {
     const [content, info] = await Promise.all([unlessMissing(driver.getContent(path)), timed ? unlessMissing(driver.stat(path)) : undefined]);
