@@ -45,11 +45,11 @@ export interface Fingerprint {
  * `storeNow`: the store's time (the filesystem's is this machine's, Date.now).
  */
 export async function fingerprint(driver: StorageDriver, name: string, storeNow: () => number): Promise<Fingerprint> {
-  const begun = await beginFingerprint(driver, name, storeNow);
-  if (!begun.needsTags) return begun.finish([]);
+  const finish = await beginFingerprint(driver, name, storeNow);
+  if (!finish) return byWalk(driver, name, storeNow() - SETTLE_MS);
   const tags = (await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [];
   const links = await mapLimited(tags, READS, (tag) => unlessMissing(driver.stat(layout.tagCurrentLink(name, tag))));
-  return begun.finish(tags.map((tag, i) => ({ tag, size: links[i]?.size, modTimeMs: links[i]?.modTime.getTime() })));
+  return finish(tags.map((tag, i) => ({ tag, size: links[i]?.size, modTimeMs: links[i]?.modTime.getTime() })));
 }
 
 /** a tag's current link as the fingerprint counts it (size and time undefined: no link) */
@@ -60,26 +60,22 @@ export interface TagLinkTime {
 }
 
 /**
- * The fingerprint's first half, taken before the repository is read: the directory tokens (or,
- * without them, the whole walk). `needsTags`: finish wants every tag's current link with its size
- * and time, in the tags directory's listing order; the rebuild passes those its read of the tags
- * found (a link's content and time read together, so a tag rewritten after that read changes the
- * fingerprint), which spares a second stat of every tag.
+ * The fingerprint's first half, taken before the repository is read: the directory tokens. The
+ * finisher wants every tag's current link with its size and time, in the tags directory's listing
+ * order; the rebuild passes those its read of the tags found (a link's content and time read
+ * together, so a tag rewritten after that read changes the fingerprint), which spares a second
+ * stat of every tag. undefined: the driver cannot vouch for the directories (S3), and the
+ * fingerprint is the walk, which the rebuild leaves to the reconciler (on S3 a LIST per
+ * directory: more requests than the rebuild's own read of the repository).
  */
-export async function beginFingerprint(driver: StorageDriver, name: string, storeNow: () => number): Promise<{ needsTags: boolean; finish: (tags: readonly TagLinkTime[]) => Fingerprint }> {
+export async function beginFingerprint(driver: StorageDriver, name: string, storeNow: () => number): Promise<((tags: readonly TagLinkTime[]) => Fingerprint) | undefined> {
   const horizon = storeNow() - SETTLE_MS;
   const tokens = await directoryTokens(driver, name);
-  if (!tokens) {
-    const walked = await byWalk(driver, name, horizon);
-    return { needsTags: false, finish: () => walked };
-  }
-  return {
-    needsTags: true,
-    finish: (tags) => {
-      const fp = { hash: tokens, settled: true };
-      for (const t of tags) addFile(fp, t.tag, t.size, t.modTimeMs, horizon);
-      return { version: `t:${fp.hash.digest('hex')}`, settled: fp.settled };
-    },
+  if (!tokens) return undefined;
+  return (tags) => {
+    const fp = { hash: tokens, settled: true };
+    for (const t of tags) addFile(fp, t.tag, t.size, t.modTimeMs, horizon);
+    return { version: `t:${fp.hash.digest('hex')}`, settled: fp.settled };
   };
 }
 

@@ -6,7 +6,7 @@
  * the index was not told is closed at the rebuild's time). At the end the index records when it
  * was rebuilt (REBUILT_KEY). Each repository's fingerprint (fingerprint.ts), begun before it is
  * read, is kept as the reconciler keeps it, so the reconciler's first pass after the rebuild skips
- * the repositories that did not change since.
+ * the repositories that did not change since (on a driver with directory tokens: the filesystem).
  */
 import type { StorageDriver } from '../../storage/driver.js';
 import { REBUILT_KEY, type MetadataIndex } from '../../metadata/metadata-index.js';
@@ -36,10 +36,10 @@ export interface RebuildSummary {
   dropped: number;
 }
 
-/** a repository read from storage, and its fingerprint taken just before */
+/** a repository read from storage, and its fingerprint begun just before (none on S3: fingerprint.ts) */
 interface Read {
   facts: StoredRepository;
-  fingerprint: Fingerprint;
+  fingerprint?: Fingerprint;
 }
 
 /** times a repository is read again because the request path wrote to it meanwhile, before the rebuild gives up */
@@ -87,7 +87,7 @@ export async function rebuildIndex(
         // not kept: the reconciler reads it on its next pass)
         const again = changed.has(facts.name);
         done(again ? await replaceFromStorage(driver, index, facts.name, { attempts: REBUILD_ATTEMPTS, cache, signal: options.signal }) : facts);
-        kept.push({ repository: facts.name, version: again ? undefined : keptVersion(fingerprint, facts.unstoredLinks) });
+        kept.push({ repository: facts.name, version: again || !fingerprint ? undefined : keptVersion(fingerprint, facts.unstoredLinks) });
       }
       await versions.setMany(kept);
     });
@@ -97,9 +97,9 @@ export async function rebuildIndex(
     options.signal?.throwIfAborted();
     // begun before the read (a write landing after it changes the fingerprint the reconciler
     // compares with), finished with the tag links the read found (no second stat of each tag)
-    const begun = await beginFingerprint(driver, name, storeNow);
+    const finish = await beginFingerprint(driver, name, storeNow);
     const facts = await readRepositoryFacts(driver, name, cache);
-    batch.push({ facts, fingerprint: begun.finish(facts.tagLinks) });
+    batch.push({ facts, fingerprint: finish?.(facts.tagLinks) });
     rows += facts.manifests.length + facts.tags.length + facts.blobs.length;
     if (batch.length < BATCH_REPOSITORIES && rows < BATCH_ROWS) return;
     const full = batch;
