@@ -9,9 +9,14 @@ import { isDigest, type Digest } from './digest.js';
 
 /** the digest a link points at; undefined when there is no link (or it holds no digest berth knows) */
 export async function readLink(driver: StorageDriver, path: string): Promise<Digest | undefined> {
+  return linkDigest(await unlessMissing(driver.getContent(path)));
+}
+
+/** the digest a link's content names; undefined for none (or no digest berth knows) */
+export function linkDigest(content: Buffer | undefined): Digest | undefined {
   // trimmed: a link edited by hand may end with a newline
-  const content = (await unlessMissing(driver.getContent(path)))?.toString().trim();
-  return content !== undefined && isDigest(content) ? content : undefined;
+  const text = content?.toString().trim();
+  return text !== undefined && isDigest(text) ? text : undefined;
 }
 
 /** true when the link at `path` exists and points at `digest` */

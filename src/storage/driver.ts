@@ -110,6 +110,20 @@ export interface StorageDriver {
   ready?(): Promise<void>;
   /** releases resources (timers, sockets) */
   close?(): Promise<void>;
+  /**
+   * small files (links, berth.json) read whole with their modification time, many at once, in
+   * order; undefined for a missing one. Optional: offered by a driver for which a batch costs far
+   * less than a getContent and a stat each (the filesystem: synchronous calls on worker threads,
+   * small-files.ts); the index rebuild's reading uses it when there
+   */
+  readSmallFiles?(paths: readonly string[]): Promise<(SmallFile | undefined)[]>;
+}
+
+/** a file read by readSmallFiles */
+export interface SmallFile {
+  content: Buffer;
+  /** modification time, ms since the epoch */
+  modTimeMs: number;
 }
 
 /**

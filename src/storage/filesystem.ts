@@ -18,11 +18,14 @@ import {
   type FileInfo,
   type FileWriter,
   type PutOptions,
+  type SmallFile,
+  checkPath,
   readEnd,
   chunksOf,
 } from './driver.js';
 import { BufferPool } from './buffer-pool.js';
 import { FileReadStream } from './file-read-stream.js';
+import { SmallFileReader } from './small-files.js';
 
 const NAME = 'filesystem';
 
@@ -105,6 +108,20 @@ export class FilesystemDriver extends BaseDriver {
 
   private local(path: string): string {
     return join(this.root, path);
+  }
+
+  private readonly smallFiles = new SmallFileReader();
+
+  async readSmallFiles(paths: readonly string[]): Promise<(SmallFile | undefined)[]> {
+    for (const path of paths) checkPath(path, this.name);
+    return this.smallFiles.read(
+      paths.map((path) => this.local(path)),
+      (i, err) => toStorageError(err, paths[i]),
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.smallFiles.close();
   }
 
   protected async _getContent(path: string): Promise<Buffer> {

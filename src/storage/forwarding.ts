@@ -54,4 +54,8 @@ export class ForwardingDriver implements StorageDriver {
   async close(): Promise<void> {
     await this.inner.close?.();
   }
+  /** the inner driver's, when it has one */
+  get readSmallFiles(): StorageDriver['readSmallFiles'] {
+    return this.inner.readSmallFiles?.bind(this.inner);
+  }
 }

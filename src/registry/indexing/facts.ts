@@ -11,12 +11,13 @@ import type { Digest } from '../digest.js';
 import { listDigests } from '../digest-dirs.js';
 import { READS } from '../gc/graph.js';
 import * as layout from '../layout.js';
-import { linksTo, readLink } from '../links.js';
+import { linkDigest } from '../links.js';
 import { detectMediaType } from '../manifests/detect.js';
-import { forEach } from '../pool.js';
-import { readRevisionMeta } from '../revision-meta.js';
+import { forEach, mapLimited } from '../pool.js';
+import { readRevisionMeta, type RevisionMeta } from '../revision-meta.js';
 import type { ContentCache } from './content-cache.js';
 import { describeManifest } from './describe.js';
+import type { TagLinkTime } from './fingerprint.js';
 
 export interface StoredRepository extends RepositoryFacts {
   /** the repository has `_manifests` (the catalog lists it) */
@@ -25,31 +26,52 @@ export interface StoredRepository extends RepositoryFacts {
   unstoredLinks: string[];
   /** tag directories without a readable `current/link` (left out of `tags`: they name no manifest, yet storage's tag list names them) */
   tagsWithoutLink: string[];
+  /** every listed tag's current link, its size and time as read (the rebuild's fingerprint: fingerprint.ts) */
+  tagLinks: TagLinkTime[];
 }
 
 /** `cache`: content shared by the repositories of one walk (the rebuild), read once */
 export async function readRepositoryFacts(driver: StorageDriver, name: string, cache?: ContentCache): Promise<StoredRepository> {
-  const hasManifests = (await unlessMissing(driver.listNames(layout.repository(name))))?.includes(layout.MANIFESTS_DIR_NAME) ?? false;
+  const [top, revisions, tagNames, layers] = await Promise.all([
+    unlessMissing(driver.listNames(layout.repository(name))),
+    listDigests(driver, (algorithm) => layout.manifestRevisionsDir(name, algorithm)),
+    unlessMissing(driver.listNames(layout.tagsDir(name))),
+    listDigests(driver, (algorithm) => layout.layersDir(name, algorithm)),
+  ]);
+  const hasManifests = top?.includes(layout.MANIFESTS_DIR_NAME) ?? false;
+  const tagList = tagNames ?? [];
+  // every link and berth.json of the repository in one go: per revision its link and berth.json,
+  // per tag its current link (with its time: the tag's push), per `_layers` entry its link
+  const files = await readFiles(driver, [
+    ...revisions.digests.flatMap((digest) => [{ path: layout.manifestRevisionLink(name, digest) }, { path: layout.manifestRevisionMeta(name, digest) }]),
+    ...tagList.map((tag) => ({ path: layout.tagCurrentLink(name, tag), timed: true })),
+    ...layers.digests.map((digest) => ({ path: layout.layerLink(name, digest) })),
+  ]);
+  const tagsAt = revisions.digests.length * 2;
+  const layersAt = tagsAt + tagList.length;
+
   const manifests: ManifestRecord[] = [];
-  const revisions = await listDigests(driver, (algorithm) => layout.manifestRevisionsDir(name, algorithm));
-  await forEach(revisions.digests, READS, async (digest) => {
-    // as gc/graph.ts: a revision is one whose link names its own digest (read beside the manifest:
-    // a link naming another digest is rare, and waiting for it first doubles the round trips)
-    const [target, record] = await Promise.all([readLink(driver, layout.manifestRevisionLink(name, digest)), readManifest(driver, name, digest, cache)]);
-    if (target === digest && record) manifests.push(record);
+  await forEach(revisions.digests.keys(), READS, async (i) => {
+    const digest = revisions.digests[i];
+    // as gc/graph.ts: a revision is one whose link names its own digest
+    if (linkDigest(files[2 * i]?.content) !== digest) return;
+    const record = await describeRevision(driver, name, digest, parseMeta(files[2 * i + 1]), files[2 * i]?.modTimeMs, cache);
+    if (record) manifests.push(record);
   });
   const tags: TagRecord[] = [];
   const tagsWithoutLink: string[] = [];
-  await forEach((await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [], READS, async (tag) => {
-    const [digest, stat] = await Promise.all([readLink(driver, layout.tagCurrentLink(name, tag)), unlessMissing(driver.stat(layout.tagCurrentLink(name, tag)))]);
-    if (digest && stat) tags.push({ name: tag, digest, pushed: stat.modTime.toISOString() });
+  const tagLinks = tagList.map((tag, i): TagLinkTime => {
+    const file = files[tagsAt + i];
+    const digest = linkDigest(file?.content);
+    if (digest && file?.modTimeMs !== undefined) tags.push({ name: tag, digest, pushed: new Date(file.modTimeMs).toISOString() });
     else tagsWithoutLink.push(tag);
+    return { tag, size: file?.content.length, modTimeMs: file?.modTimeMs };
   });
   const blobs: BlobLinkRecord[] = [];
   const unstoredLinks: string[] = [];
-  const layers = await listDigests(driver, (algorithm) => layout.layersDir(name, algorithm));
-  await forEach(layers.digests, READS, async (digest) => {
-    if (!(await linksTo(driver, layout.layerLink(name, digest), digest))) return;
+  await forEach(layers.digests.keys(), READS, async (i) => {
+    const digest = layers.digests[i];
+    if (linkDigest(files[layersAt + i]?.content) !== digest) return;
     const stat = () => storedSize(driver, digest);
     const size = await (cache ? cache.size(digest, stat) : stat());
     if (size !== undefined) blobs.push({ digest, size });
@@ -63,7 +85,45 @@ export async function readRepositoryFacts(driver: StorageDriver, name: string, c
     blobs: blobs.sort((a, b) => byCodeUnit(a.digest, b.digest)),
     unstoredLinks: unstoredLinks.sort(byCodeUnit),
     tagsWithoutLink: tagsWithoutLink.sort(byCodeUnit),
+    tagLinks,
   };
+}
+
+/** a file read by readFiles: its time only when asked for (or when the driver gave it anyway) */
+interface ReadFile {
+  content: Buffer;
+  modTimeMs?: number;
+}
+
+/** paths per call of the driver's readSmallFiles (a repository of 100,000 tags takes many), and calls in flight */
+const SMALL_FILES_BATCH = 512;
+const SMALL_FILES_CALLS = 2;
+
+/**
+ * small files, in order (undefined: missing): through the driver's readSmallFiles in batches
+ * where it has it (the filesystem), else a getContent each and a stat for those `timed` (on S3 a
+ * HEAD each, so only where the time is needed), READS at a time
+ */
+async function readFiles(driver: StorageDriver, entries: { path: string; timed?: boolean }[]): Promise<(ReadFile | undefined)[]> {
+  if (driver.readSmallFiles) {
+    const batches: { path: string }[][] = [];
+    for (let i = 0; i < entries.length; i += SMALL_FILES_BATCH) batches.push(entries.slice(i, i + SMALL_FILES_BATCH));
+    return (await mapLimited(batches, SMALL_FILES_CALLS, (batch) => driver.readSmallFiles!(batch.map((e) => e.path)))).flat();
+  }
+  return mapLimited(entries, READS, async ({ path, timed }) => {
+    const [content, info] = await Promise.all([unlessMissing(driver.getContent(path)), timed ? unlessMissing(driver.stat(path)) : undefined]);
+    if (!content || (timed && !info)) return undefined;
+    return { content, modTimeMs: info?.modTime.getTime() };
+  });
+}
+
+/** berth.json's record; malformed: as if absent */
+function parseMeta(file: ReadFile | undefined): RevisionMeta | undefined {
+  try {
+    return file && (JSON.parse(file.content.toString()) as RevisionMeta);
+  } catch {
+    return undefined;
+  }
 }
 
 /** the size of a blob's stored content; undefined when none is. Content online collection moved to its trash still counts: a request takes it back (gc/touch.ts) */
@@ -74,12 +134,20 @@ export async function storedSize(driver: StorageDriver, digest: Digest): Promise
 /** the revision as served (the signed bytes of a signed first-generation manifest); undefined when its content is gone */
 export async function readManifest(driver: StorageDriver, name: string, digest: Digest, cache?: ContentCache): Promise<ManifestRecord | undefined> {
   const meta = await readRevisionMeta(driver, name, digest).catch(() => undefined); // malformed: as if absent
+  return describeRevision(driver, name, digest, meta, undefined, cache);
+}
+
+/**
+ * the revision's record from its berth.json (`meta`) and content; `linkTimeMs`: its link's time
+ * if known (the push time of a revision written by Distribution, which has no berth.json)
+ */
+async function describeRevision(driver: StorageDriver, name: string, digest: Digest, meta: RevisionMeta | undefined, linkTimeMs: number | undefined, cache?: ContentCache): Promise<ManifestRecord | undefined> {
   const stored = meta?.signed ?? digest;
   const read = () => unlessMissing(driver.getContent(layout.blobData(stored)));
   const content = await (cache ? cache.read(stored, read) : read());
   if (!content) return undefined;
-  // written by Distribution (no berth.json): the revision link's time
-  const pushed = meta?.pushed ?? (await unlessMissing(driver.stat(layout.manifestRevisionLink(name, digest))))?.modTime.toISOString() ?? new Date(0).toISOString();
+  const linkTime = async () => (linkTimeMs !== undefined ? new Date(linkTimeMs) : (await unlessMissing(driver.stat(layout.manifestRevisionLink(name, digest))))?.modTime);
+  const pushed = meta?.pushed ?? (await linkTime())?.toISOString() ?? new Date(0).toISOString();
   return describeManifest(driver, { repository: name, digest, mediaType: meta?.mediaType ?? detectMediaType(content), content, pushed }, cache);
 }
 

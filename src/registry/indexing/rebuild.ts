@@ -4,14 +4,18 @@
  * repositories per transaction (docs/decisions.md, "The index's writes: one per push, batches for the rebuild"). Repositories the index
  * has and storage does not are dropped; the tags' history is kept (a tag that moved or went while
  * the index was not told is closed at the rebuild's time). At the end the index records when it
- * was rebuilt (REBUILT_KEY).
+ * was rebuilt (REBUILT_KEY). Each repository's fingerprint (fingerprint.ts), begun before it is
+ * read, is kept as the reconciler keeps it, so the reconciler's first pass after the rebuild skips
+ * the repositories that did not change since (on a driver with directory tokens: the filesystem).
  */
 import type { StorageDriver } from '../../storage/driver.js';
 import { REBUILT_KEY, type MetadataIndex } from '../../metadata/metadata-index.js';
+import { StorageVersions } from '../../metadata/storage-versions.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import { ContentCache } from './content-cache.js';
 import { readRepositoryFacts, type StoredRepository } from './facts.js';
+import { beginFingerprint, keptVersion, type Fingerprint } from './fingerprint.js';
 import { replaceFromStorage } from './reindex.js';
 
 /** repositories read at once */
@@ -32,6 +36,12 @@ export interface RebuildSummary {
   dropped: number;
 }
 
+/** a repository read from storage, and its fingerprint begun just before (none on S3: fingerprint.ts) */
+interface Read {
+  facts: StoredRepository;
+  fingerprint?: Fingerprint;
+}
+
 /** times a repository is read again because the request path wrote to it meanwhile, before the rebuild gives up */
 export const REBUILD_ATTEMPTS = 10;
 
@@ -40,16 +50,19 @@ export const REBUILD_ATTEMPTS = 10;
  * to it between the storage read and the replacement (MetadataIndex counts those writes; the
  * counts read before the walk are the expected ones), else it is read again on its own; a
  * repository is dropped only if nothing was written to it since before the walk.
- * `signal`: stop between repositories (the registry is shutting down).
+ * `signal`: stop between repositories (the registry is shutting down); `storeNow`: the store's
+ * time, for the fingerprints' settle rule (default Date.now, as the reconciler's).
  */
 export async function rebuildIndex(
   driver: StorageDriver,
   index: MetadataIndex,
-  options: { progress?: (summary: RebuildSummary) => void; now?: () => number; signal?: AbortSignal } = {},
+  options: { progress?: (summary: RebuildSummary) => void; now?: () => number; storeNow?: () => number; signal?: AbortSignal } = {},
 ): Promise<RebuildSummary> {
   const summary: RebuildSummary = { repositories: 0, manifests: 0, tags: 0, dropped: 0 };
   const seen = new Set<string>();
   const before = await index.repositoryChanges();
+  const versions = new StorageVersions(index.db);
+  const storeNow = options.storeNow ?? Date.now;
   const cache = new ContentCache();
   const names: string[] = [];
   for await (const name of repositoryNames(driver)) names.push(name);
@@ -61,24 +74,32 @@ export async function rebuildIndex(
     options.progress?.(summary);
   };
   // one batch written at a time, while the next is read
-  let batch: StoredRepository[] = [];
+  let batch: Read[] = [];
   let rows = 0;
   let writing = Promise.resolve();
-  const write = (repositories: StoredRepository[]) => {
+  const write = (repositories: Read[]) => {
     writing = writing.then(async () => {
       options.signal?.throwIfAborted();
-      const changed = new Set(await index.replaceRepositories(repositories.map((facts) => ({ facts, hasManifests: facts.hasManifests, expectChanges: before.get(facts.name) ?? 0 }))));
-      for (const facts of repositories) {
-        // written to meanwhile: read again, alone, with its count read anew
-        done(changed.has(facts.name) ? await replaceFromStorage(driver, index, facts.name, { attempts: REBUILD_ATTEMPTS, cache, signal: options.signal }) : facts);
+      const changed = new Set(await index.replaceRepositories(repositories.map(({ facts }) => ({ facts, hasManifests: facts.hasManifests, expectChanges: before.get(facts.name) ?? 0 }))));
+      const kept: { repository: string; version: string | undefined }[] = [];
+      for (const { facts, fingerprint } of repositories) {
+        // written to meanwhile: read again, alone, with its count read anew (its fingerprint is
+        // not kept: the reconciler reads it on its next pass)
+        const again = changed.has(facts.name);
+        done(again ? await replaceFromStorage(driver, index, facts.name, { attempts: REBUILD_ATTEMPTS, cache, signal: options.signal }) : facts);
+        kept.push({ repository: facts.name, version: again || !fingerprint ? undefined : keptVersion(fingerprint, facts.unstoredLinks) });
       }
+      await versions.setMany(kept);
     });
     return writing;
   };
   await forEach(names, REBUILD_REPOSITORIES, async (name) => {
     options.signal?.throwIfAborted();
+    // begun before the read (a write landing after it changes the fingerprint the reconciler
+    // compares with), finished with the tag links the read found (no second stat of each tag)
+    const finish = await beginFingerprint(driver, name, storeNow);
     const facts = await readRepositoryFacts(driver, name, cache);
-    batch.push(facts);
+    batch.push({ facts, fingerprint: finish?.(facts.tagLinks) });
     rows += facts.manifests.length + facts.tags.length + facts.blobs.length;
     if (batch.length < BATCH_REPOSITORIES && rows < BATCH_ROWS) return;
     const full = batch;
@@ -90,7 +111,9 @@ export async function rebuildIndex(
   for (const [name, changes] of before) {
     if (seen.has(name)) continue;
     options.signal?.throwIfAborted();
-    if (await index.dropRepository(name, changes)) summary.dropped++;
+    if (!(await index.dropRepository(name, changes))) continue;
+    await versions.forget(name);
+    summary.dropped++;
   }
   await index.dropUnlinkedBlobs();
   await index.setState(REBUILT_KEY, new Date((options.now ?? Date.now)()).toISOString());

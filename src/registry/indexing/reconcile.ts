@@ -7,29 +7,26 @@
  * writing (MetadataIndex.replaceRepository, dropRepository).
  *
  * Incremental: a repository is read whole only when its fingerprint (a hash of what storage says
- * about its directories without reading a file, fingerprint() below) differs from the one the
- * index keeps from the last read (metadata/storage-versions.ts). Memory: the names of the
- * repositories (to find those the index has and storage no longer does) and the repositories in
- * progress; never the whole registry. A link whose content was missing at the last read is kept
+ * about its directories without reading a file, fingerprint.ts) differs from the one the index
+ * keeps from the last read, the reconciler's or the rebuild's (metadata/storage-versions.ts).
+ * Memory: the names of the repositories (to find those the index has and storage no longer does)
+ * and the repositories in progress; never the whole registry. A link whose content was missing at the last read is kept
  * with the fingerprint and checked on each pass (its content completed by another push changes no
  * directory of the repository). A full pass (no fingerprint trusted) runs once per FULL_PASS_MS,
  * for what no repository directory shows otherwise: a blob's content deleted under its `_layers`
  * link, a configuration blob arriving after its manifest.
  */
-import { createHash, type Hash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { REBUILT_KEY, RepositoryChangedError, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { StorageVersions } from '../../metadata/storage-versions.js';
 import type { Clock } from '../../scheduler/clock.js';
 import type { PeriodicTask } from '../../scheduler/scheduler.js';
-import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../storage/driver.js';
-import { ALGORITHMS, isDigest } from '../digest.js';
-import { READS } from '../gc/graph.js';
+import type { StorageDriver } from '../../storage/driver.js';
 import { repositoryNames } from '../gc/repositories.js';
-import * as layout from '../layout.js';
-import { forEach, mapLimited } from '../pool.js';
+import { forEach } from '../pool.js';
 import { sharedPass } from '../shared-schedule.js';
-import { readRepositoryFacts, storedSize } from './facts.js';
+import { readRepositoryFacts } from './facts.js';
+import { fingerprint, keepFingerprint, stillKept } from './fingerprint.js';
 import { inStorage } from './reindex.js';
 import { compareRepository } from './verify-index.js';
 
@@ -39,17 +36,6 @@ export const RECONCILE_REPOSITORIES = 8;
 export const FULL_PASS_MS = 60 * 60_000;
 /** index_state: when the last full pass started (ISO time) */
 export const FULL_PASS_KEY = 'reconciled-full';
-/**
- * a file changed less than this long ago (by the store's clock) leaves the fingerprint unsettled:
- * it is not kept, so the next pass reads the repository again. Timestamps can be coarse (S3's
- * are whole seconds; a filesystem's a few ms), and a rewrite of a link in place keeps its size.
- */
-export const SETTLE_MS = 2_000;
-/**
- * `_layers` links without content a repository's kept fingerprint remembers (after a space each),
- * so a pass checks whether their content arrived (a stat each): beyond them, the full pass sees it
- */
-export const UNSTORED_KEPT = 32;
 
 export interface ReconcileOptions {
   /** read every repository, whatever its fingerprint */
@@ -57,7 +43,7 @@ export interface ReconcileOptions {
   signal?: AbortSignal;
   /** a repository that could not be reconciled (the pass goes on with the others) */
   failed?: (name: string, err: unknown) => void;
-  /** the store's time, for SETTLE_MS (default Date.now, as the filesystem driver's childrenVersion) */
+  /** the store's time, for fingerprint.ts's SETTLE_MS (default Date.now, as the filesystem driver's childrenVersion) */
   storeNow?: () => number;
 }
 
@@ -86,9 +72,7 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     summary.repositories++;
     try {
       const before = await fingerprint(driver, name, storeNow);
-      const [kept, ...unstored] = (await versions.get(name))?.split(' ') ?? [];
-      // a link whose content was missing at the last read counts once another push stored the content, which leaves the repository's directories as they were
-      if (!options.full && before.settled && before.version === kept && !(await anyStored(driver, unstored))) {
+      if (!options.full && (await stillKept(driver, await versions.get(name), before))) {
         summary.skipped++;
         return;
       }
@@ -106,8 +90,7 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
       if (rows) compareRepository(facts, rows, () => (differs = true));
       // equal already (most repositories of a full pass): nothing to write
       if (differs) await index.replaceRepository(facts, facts.hasManifests, changes);
-      if (before.settled) await versions.set(name, [before.version, ...facts.unstoredLinks.slice(0, UNSTORED_KEPT)].join(' '));
-      else await versions.forget(name);
+      await keepFingerprint(versions, name, before, facts.unstoredLinks);
       summary.read++;
     } catch (err) {
       if (err instanceof RepositoryChangedError) {
@@ -131,86 +114,6 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
   }
   if (options.full) await index.dropUnlinkedBlobs(); // as a rebuild ends
   return summary;
-}
-
-/** has any of these blobs' content been stored since? */
-async function anyStored(driver: StorageDriver, digests: string[]): Promise<boolean> {
-  for (const digest of digests) if (isDigest(digest) && (await storedSize(driver, digest)) !== undefined) return true;
-  return false;
-}
-
-interface Fingerprint {
-  version: string;
-  /** nothing in it changed within SETTLE_MS: safe to keep and compare with later */
-  settled: boolean;
-}
-
-/**
- * What storage says about the repository's directories without reading a file. On a driver that
- * vouches for directories (the filesystem's childrenVersion: device, inode and mtime), the tokens
- * of the directories whose children a write adds or removes (the repository's, the revisions',
- * the `_layers` links', the tags'), and each tag's current link's size and time (a tag moved by
- * Distribution is rewritten in place). Otherwise (S3, or a directory changed too recently to be
- * vouched for) a walk of `_manifests` and `_layers` with every file's size and time, as the
- * listings carry them (on S3 one LIST per directory, no object read).
- */
-async function fingerprint(driver: StorageDriver, name: string, storeNow: () => number): Promise<Fingerprint> {
-  const horizon = storeNow() - SETTLE_MS;
-  return (await byDirectoryTokens(driver, name, horizon)) ?? byWalk(driver, name, horizon);
-}
-
-async function byDirectoryTokens(driver: StorageDriver, name: string, horizon: number): Promise<Fingerprint | undefined> {
-  const repository = layout.repository(name);
-  const fp = { hash: createHash('sha256').update('tokens\n'), settled: true };
-  // a driver that never vouches (S3) answers without a request: ask it before listing anything
-  if ((await unlessMissing(driver.childrenVersion(repository))) === undefined) return undefined;
-  // the algorithms' directories that exist (a listing of their parents, whose names go in the hash)
-  const [layers, revisions] = await Promise.all(
-    [`${repository}/_layers`, `${layout.manifestsDir(name)}/revisions`].map(async (parent) => ({ parent, names: (await unlessMissing(driver.listNames(parent))) ?? [] })),
-  );
-  const dirs = [
-    repository,
-    layout.tagsDir(name),
-    ...ALGORITHMS.filter((a) => layers.names.includes(a)).map((algorithm) => layout.layersDir(name, algorithm)),
-    ...ALGORITHMS.filter((a) => revisions.names.includes(a)).map((algorithm) => layout.manifestRevisionsDir(name, algorithm)),
-  ];
-  fp.hash.update(`${layers.names.join('/')}\n${revisions.names.join('/')}\n`);
-  for (const dir of dirs) {
-    let token: string | undefined;
-    try {
-      token = await driver.childrenVersion(dir);
-    } catch (err) {
-      if (!(err instanceof PathNotFoundError)) throw err;
-      token = '-';
-    }
-    if (token === undefined) return undefined; // cannot vouch for it (now, or ever)
-    fp.hash.update(`${dir}\0${token}\n`);
-  }
-  const tags = (await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [];
-  const links = await mapLimited(tags, READS, (tag) => unlessMissing(driver.stat(layout.tagCurrentLink(name, tag))));
-  tags.forEach((tag, i) => addFile(fp, tag, links[i]?.size, links[i]?.modTime.getTime(), horizon));
-  return { version: `t:${fp.hash.digest('hex')}`, settled: fp.settled };
-}
-
-async function byWalk(driver: StorageDriver, name: string, horizon: number): Promise<Fingerprint> {
-  const base = layout.repository(name);
-  const fp = { hash: createHash('sha256').update('walk\n'), settled: true };
-  await unlessMissing(
-    driver.walk(base, (info) => {
-      const relative = info.path.slice(base.length + 1);
-      const top = relative.split('/', 1)[0];
-      // the repository's own content only: not `_uploads`, not the repositories nested in it
-      if (top !== layout.MANIFESTS_DIR_NAME && top !== '_layers') return info.isDir ? 'skip' : undefined;
-      if (!info.isDir) addFile(fp, relative, info.size, info.modTime.getTime(), horizon);
-    }),
-  );
-  return { version: `w:${fp.hash.digest('hex')}`, settled: fp.settled };
-}
-
-/** the files are visited in a fixed order (walk's, or one tag at a time by name) */
-function addFile(fp: { hash: Hash; settled: boolean }, path: string, size: number | undefined, modTime: number | undefined, horizon: number): void {
-  if (modTime !== undefined && modTime > horizon) fp.settled = false;
-  fp.hash.update(`${path}\0${size ?? '-'}\0${modTime ?? '-'}\n`);
 }
 
 /**
