@@ -24,7 +24,7 @@ export interface CollectOptions {
   report?: (line: string) => void;
   /** for the duration (tests pass their own) */
   now?: () => number;
-  /** how far it got: repositories marked */
+  /** how far it got: repositories marked, then unmarked blobs looked at */
   progress?: (what: string, done: number, total?: number) => void;
   /** the metadata index, told of the manifests and blob links this collection deleted */
   index?: CollectedIndex;
@@ -70,7 +70,7 @@ export async function collectGarbage(driver: StorageDriver, options: CollectOpti
     if (options.index && !options.dryRun) await tellIndex(driver, options.index, name, mark.unkept, swept);
     options.progress?.('repositories marked', summary.repositories);
   });
-  const blobs = await sweepBlobs(driver, marked, sweepOptions);
+  const blobs = await sweepBlobs(driver, marked, { ...sweepOptions, blobsLookedAt: (done) => options.progress?.('unmarked blobs looked at', done) });
   summary.marked = marked.size;
   summary.blobsDeleted = blobs.blobs;
   summary.bytesFreed = blobs.bytes;

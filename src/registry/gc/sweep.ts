@@ -22,6 +22,8 @@ export interface SweepOptions {
   report: (line: string) => void;
   /** keep blobs and `_layers` links modified after this time (ms since the epoch): the proxy's expiry sweeps only what is older than its TTL */
   keepModifiedAfter?: number;
+  /** how far the blob sweep got: unmarked blobs looked at */
+  blobsLookedAt?: (done: number) => void;
 }
 
 export interface RepositorySweep {
@@ -91,7 +93,9 @@ export interface BlobSweep {
 /** every blob under `blobs/` whose digest is not in `marked` */
 export async function sweepBlobs(driver: StorageDriver, marked: Set<string>, options: SweepOptions): Promise<BlobSweep> {
   const result: BlobSweep = { blobs: 0, bytes: 0 };
+  let lookedAt = 0;
   await forEachStoredBlob(driver, (digest) => marked.has(digest), READS, async (digest) => {
+    options.blobsLookedAt?.(++lookedAt);
     // a directory without data is no blob (Distribution enumerates blobs by their data too)
     const info = await unlessMissing(driver.stat(layout.blobData(digest)));
     if (!info || (options.keepModifiedAfter !== undefined && info.modTime.getTime() > options.keepModifiedAfter)) return;
