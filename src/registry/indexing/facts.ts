@@ -17,7 +17,13 @@ import { forEach, mapLimited } from '../pool.js';
 import { readRevisionMeta, type RevisionMeta } from '../revision-meta.js';
 import type { ContentCache } from './content-cache.js';
 import { describeManifest } from './describe.js';
-import type { TagLinkTime } from './fingerprint.js';
+
+/** a tag's current link as the fingerprint counts it (size and time undefined: no link) */
+export interface TagLinkTime {
+  tag: string;
+  size?: number;
+  modTimeMs?: number;
+}
 
 export interface StoredRepository extends RepositoryFacts {
   /** the repository has `_manifests` (the catalog lists it) */

@@ -15,7 +15,7 @@ import { ALGORITHMS, isDigest } from '../digest.js';
 import { READS } from '../gc/graph.js';
 import * as layout from '../layout.js';
 import { mapLimited } from '../pool.js';
-import { storedSize } from './facts.js';
+import { storedSize, type TagLinkTime } from './facts.js';
 
 /**
  * a file changed less than this long ago (by the store's clock) leaves the fingerprint unsettled:
@@ -50,13 +50,6 @@ export async function fingerprint(driver: StorageDriver, name: string, storeNow:
   const tags = (await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [];
   const links = await mapLimited(tags, READS, (tag) => unlessMissing(driver.stat(layout.tagCurrentLink(name, tag))));
   return finish(tags.map((tag, i) => ({ tag, size: links[i]?.size, modTimeMs: links[i]?.modTime.getTime() })));
-}
-
-/** a tag's current link as the fingerprint counts it (size and time undefined: no link) */
-export interface TagLinkTime {
-  tag: string;
-  size?: number;
-  modTimeMs?: number;
 }
 
 /**
