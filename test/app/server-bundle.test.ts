@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -22,6 +22,8 @@ after(async () => {
 });
 
 it('serves pushes and listings from the bundle, loading no package module but the SQLite addon', async () => {
+  // under the checkout, as dist/bundle/ is (a fresh clone has no .tmp/ yet)
+  await mkdir(join(REPO_ROOT, '.tmp'), { recursive: true });
   const dir = await mkdtemp(join(REPO_ROOT, '.tmp', 'server-bundle-'));
   dirs.push(dir);
   const cli = await bundleServer(join(REPO_ROOT, 'src', 'cli.ts'), join(dir, 'bundle'));

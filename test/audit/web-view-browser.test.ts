@@ -40,7 +40,11 @@ describe('web interface: the audit page', needBrowser(), () => {
       await page.getByLabel('Action').fill('push');
       await page.getByRole('button', { name: 'Filter' }).click();
       await page.waitForURL(`${registry.url}/ui/audit?repository=team%2Fb&action=push`);
-      await page.waitForFunction(() => [...document.querySelectorAll('table.audit tbody tr')].every((tr) => tr.textContent?.includes('team/b')));
+      // the filtered rows, not the empty table between two renders (every() of no rows is true)
+      await page.waitForFunction(() => {
+        const shown = [...document.querySelectorAll('table.audit tbody tr')];
+        return shown.length >= 2 && shown.every((tr) => tr.textContent?.includes('team/b'));
+      });
       const filtered = await rows.allInnerTexts();
       assert.ok(filtered.length >= 2, filtered.join('\n'));
       assert.ok(filtered.every((r) => r.includes('team/b') && r.includes('push') && !r.includes('team/a')), filtered.join('\n'));
