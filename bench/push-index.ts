@@ -17,12 +17,11 @@
  * adds ways berth runs, as JSON: `{"noaudit": {"audit": {"enabled": false}}}`.
  */
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { createHash, randomBytes } from 'node:crypto';
-import { request, Agent } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildBerth, filesystemBackend, startBerth, type Registry } from './lib/registries.js';
 import { cpuSeconds, settle } from './lib/process-stats.js';
+import { pushImage } from './lib/index-scale.js';
 import { writeFilesystemSet } from './lib/scale-data.js';
 import { median } from './lib/stats.js';
 
@@ -47,48 +46,6 @@ const clis = process.env.BENCH_BERTH_CLIS
 
 /** the two ways berth runs (with the index: its defaults), and more from BENCH_PUSH_CONFIGS (`{"way": {configuration}}`, e.g. the index without audit) */
 const configs: Record<string, Record<string, unknown>> = { index: {}, plain: { metadata: { enabled: false } }, ...(process.env.BENCH_PUSH_CONFIGS ? JSON.parse(process.env.BENCH_PUSH_CONFIGS) : {}) };
-
-const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-
-function send(url: string, method: string, body: Buffer, headers: Record<string, string> = {}): Promise<{ status: number; location?: string; ms: number }> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const req = request(url, { method, agent, headers: { 'content-length': String(body.length), ...headers } }, (res) => {
-      res.resume();
-      res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, location: res.headers.location, ms: performance.now() - started }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-const sha256 = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
-
-async function pushImage(base: string, repo: string): Promise<{ total: number; manifest: number }> {
-  const layer = randomBytes(4096);
-  const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Labels: { nonce: randomBytes(8).toString('hex') } }, rootfs: { type: 'layers', diff_ids: [sha256(layer)] } }));
-  const manifest = Buffer.from(
-    JSON.stringify({
-      schemaVersion: 2,
-      mediaType: 'application/vnd.oci.image.manifest.v1+json',
-      config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: sha256(config), size: config.length },
-      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', digest: sha256(layer), size: layer.length }],
-    }),
-  );
-  const started = performance.now();
-  for (const blob of [config, layer]) {
-    const post = await send(`${base}/v2/${repo}/blobs/uploads/`, 'POST', Buffer.alloc(0));
-    if (post.status !== 202 || !post.location) throw new Error(`POST upload to ${repo}: HTTP ${post.status}`);
-    const url = new URL(post.location, base);
-    url.searchParams.set('digest', sha256(blob));
-    const put = await send(url.toString(), 'PUT', blob, { 'content-type': 'application/octet-stream' });
-    if (put.status !== 201) throw new Error(`PUT blob to ${repo}: HTTP ${put.status}`);
-  }
-  const put = await send(`${base}/v2/${repo}/manifests/latest`, 'PUT', manifest, { 'content-type': 'application/vnd.oci.image.manifest.v1+json' });
-  if (put.status !== 201) throw new Error(`PUT manifest to ${repo}: HTTP ${put.status}`);
-  return { total: performance.now() - started, manifest: put.ms };
-}
 
 const variants: Variant[] = [];
 try {
@@ -128,5 +85,4 @@ try {
     await v.registry.stop().catch(() => undefined);
     await rm(v.root, { recursive: true, force: true });
   }
-  agent.destroy();
 }

@@ -376,7 +376,8 @@ async function measurePush(withIndex: Registry, without: Registry, backend: Back
 
 const sha256 = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}` as Digest;
 
-async function pushImage(base: string, repo: string): Promise<{ total: number; manifest: number; digests: string[] }> {
+/** one small image pushed (a config and a 4 KiB layer, POST + PUT each, then the manifest as `latest`): the push row's unit, also bench/push-index.ts's */
+export async function pushImage(base: string, repo: string): Promise<{ total: number; manifest: number; digests: string[] }> {
   const layer = randomBytes(4096);
   const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Labels: { nonce: randomBytes(8).toString('hex') } }, rootfs: { type: 'layers', diff_ids: [sha256(layer)] } }));
   const manifestBody = Buffer.from(
