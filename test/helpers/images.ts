@@ -27,6 +27,9 @@ export const ManifestTypes = {
   registrySignedV1: 'application/vnd.registry.distribution.manifest.v1+prettyjws',
 } as const;
 
+/** the Accept header of a client that takes every current manifest format (docker, containerd) */
+export const ACCEPT_MANIFESTS = [ManifestTypes.ociManifest, ManifestTypes.ociIndex, ManifestTypes.dockerV2, ManifestTypes.dockerList].join(', ');
+
 /**
  * What to build:
  * - `docker-v2` / `registry-v2`: a second-generation image manifest (config + gzipped layers),

@@ -15,16 +15,10 @@ import { basic, writeHtpasswd } from '../helpers/auth.js';
 import { startBerth, type Overrides, type TestRegistry } from '../helpers/berth.js';
 import { startBerthProcess, type BerthProcess } from '../helpers/berth-process.js';
 import { generateKeyPair, needCosign, runCosign } from '../helpers/cosign.js';
-import { buildImage, pushImageOK, type Image } from '../helpers/images.js';
+import { ACCEPT_MANIFESTS, buildImage, pushImageOK, type Image } from '../helpers/images.js';
 
 const CI = basic('ci', 'ci-pw');
 const READER = basic('reader', 'reader-pw');
-const ACCEPT = [
-  'application/vnd.oci.image.manifest.v1+json',
-  'application/vnd.oci.image.index.v1+json',
-  'application/vnd.docker.distribution.manifest.v2+json',
-  'application/vnd.docker.distribution.manifest.list.v2+json',
-].join(', ');
 const OCI11 = { args: ['--registry-referrers-mode=oci-1-1'], env: { COSIGN_EXPERIMENTAL: '1' } };
 
 describe('signature policies with cosign', needCosign(), () => {
@@ -65,7 +59,7 @@ describe('signature policies with cosign', needCosign(), () => {
   });
 
   async function pull(base: string, name: string, reference: string, as = READER, method = 'GET') {
-    const res = await fetch(`${base}/v2/${name}/manifests/${reference}`, { method, headers: { authorization: as, accept: ACCEPT } });
+    const res = await fetch(`${base}/v2/${name}/manifests/${reference}`, { method, headers: { authorization: as, accept: ACCEPT_MANIFESTS } });
     return { status: res.status, body: method === 'HEAD' ? '' : await res.text(), digest: res.headers.get('docker-content-digest') };
   }
 
