@@ -293,7 +293,7 @@ for (const engine of ENGINES) {
         `team/app:stable: tag in the index (${images.app.digest}), not in storage`,
         `team/multi:latest: names ${images.multi.children[0].digest} in storage, ${images.multi.digest} in the index`,
       ]);
-      assert.equal(lines.at(-1), '3 differences between the index and storage (berth index rebuild repairs them)');
+      assert.equal(lines.at(-1), '3 differences between the index and storage (berth index rebuild repairs them, except where a line says otherwise)');
 
       const rebuild = await run(process.execPath, ['--import', 'tsx', CLI, 'index', 'rebuild', file]);
       assert.match(rebuild.stdout, /^indexed 3 repositories, 6 manifests, 2 tags in [\d.]+ s \(\d+ manifests\/s\); dropped 1 repositories storage no longer has\n$/);
