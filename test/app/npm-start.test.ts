@@ -20,6 +20,16 @@ function alive(pid: number): boolean {
   }
 }
 
+/** npm's children (pid and command line): the registry, once `npm start` has built and started it */
+function childrenOf(pid: number): { pid: number; args: string }[] {
+  try {
+    const lines = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' }).trim().split('\n');
+    return lines.filter(Boolean).map((line) => ({ pid: Number(line.trim().split(/\s+/)[0]), args: line.trim() }));
+  } catch {
+    return []; // ps exits 1 when there is none
+  }
+}
+
 async function until(condition: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
@@ -48,17 +58,19 @@ describe('npm start', () => {
       const up = await until(async () => (await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined))?.status === 200, 150_000);
       assert.ok(up, `the registry did not answer:\n${output}`);
       // the registry is npm's only child, running compiled JavaScript (not tsx)
-      const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(npm.pid)], { encoding: 'utf8' }).trim().split('\n');
-      assert.equal(children.length, 1, children.join('\n'));
-      assert.match(children[0], /node dist\/bundle\/cli\.js serve/);
-      registryPid = Number(children[0].trim().split(/\s+/)[0]);
+      const children = childrenOf(npm.pid!);
+      assert.equal(children.length, 1, children.map((c) => c.args).join('\n'));
+      assert.match(children[0].args, /node dist\/bundle\/cli\.js serve/);
+      registryPid = children[0].pid;
 
       npm.kill('SIGTERM');
       await exited;
       assert.ok(await until(() => !alive(registryPid!), 15_000), 'the registry outlived npm');
       assert.match(output, /"signal":"SIGTERM".*shutting down/);
     } finally {
-      if (registryPid !== undefined && alive(registryPid)) process.kill(registryPid, 'SIGKILL');
+      // a failure before the registry's PID was read still stops it: whatever npm started
+      const started = registryPid !== undefined ? [registryPid] : npm.exitCode === null ? childrenOf(npm.pid!).map((c) => c.pid) : [];
+      for (const pid of started) if (alive(pid)) process.kill(pid, 'SIGKILL');
       if (npm.exitCode === null) npm.kill('SIGKILL');
       await rm(root, { recursive: true, force: true });
     }
