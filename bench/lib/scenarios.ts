@@ -14,6 +14,7 @@ import { CATALOG_PREFIX, catalogRepo, PULL_REPO, SMALL_REPO, TAGS_REPO, type Sma
 import { pullBlob, pullRedirected, pushChunked, pushMonolithic } from './http.js';
 import type { Registry } from './registries.js';
 import { MiB, percentile } from './stats.js';
+import { ACCEPT_MANIFESTS } from '../../test/helpers/images.js';
 
 const run = promisify(execFile);
 
@@ -244,12 +245,6 @@ export interface SmallSettings {
   endpoints?: string[];
 }
 
-const ACCEPT = [
-  'application/vnd.oci.image.manifest.v1+json',
-  'application/vnd.oci.image.index.v1+json',
-  'application/vnd.docker.distribution.manifest.v2+json',
-  'application/vnd.docker.distribution.manifest.list.v2+json',
-].join(', ');
 
 interface Endpoint {
   id: string;
@@ -323,8 +318,8 @@ export function smallEndpoints(settings: SmallSettings): Endpoint[] {
   const deep = catalogRepo(Math.max(0, settings.repos - 101));
   return [
     { id: 'base', title: 'GET /v2/', method: 'GET', path: '/v2/' },
-    { id: 'manifest-head', title: 'HEAD manifest by tag', method: 'HEAD', path: `/v2/${SMALL_REPO}/manifests/latest`, headers: { accept: ACCEPT } },
-    { id: 'manifest-get', title: 'GET manifest by tag', method: 'GET', path: `/v2/${SMALL_REPO}/manifests/latest`, headers: { accept: ACCEPT } },
+    { id: 'manifest-head', title: 'HEAD manifest by tag', method: 'HEAD', path: `/v2/${SMALL_REPO}/manifests/latest`, headers: { accept: ACCEPT_MANIFESTS } },
+    { id: 'manifest-get', title: 'GET manifest by tag', method: 'GET', path: `/v2/${SMALL_REPO}/manifests/latest`, headers: { accept: ACCEPT_MANIFESTS } },
     { id: 'blob-head', title: 'HEAD blob (config, 200 bytes)', method: 'HEAD', path: `/v2/${SMALL_REPO}/blobs/${image.config.digest}` },
     {
       id: 'tags-list',

@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { startBerth, type TestRegistry } from '../helpers/berth.js';
 import { sha256 } from '../helpers/blobs.js';
 import { assertTool, needTools } from '../helpers/tools.js';
+import { ACCEPT_MANIFESTS } from '../helpers/images.js';
 
 const execFileP = promisify(execFile);
 
@@ -32,12 +33,6 @@ interface Manifest {
   layers: { digest: string; size: number; mediaType: string }[];
 }
 
-const ACCEPT = [
-  'application/vnd.oci.image.manifest.v1+json',
-  'application/vnd.docker.distribution.manifest.v2+json',
-  'application/vnd.oci.image.index.v1+json',
-  'application/vnd.docker.distribution.manifest.list.v2+json',
-].join(', ');
 
 describe('buildah and podman against berth (no container runtime)', needTools(['buildah', 'podman'], 'the buildah/podman end-to-end tests'), () => {
   let registry: TestRegistry;
@@ -60,7 +55,7 @@ describe('buildah and podman against berth (no container runtime)', needTools(['
   const podman = (...args: string[]) => tool('podman', ...args);
 
   const manifest = async (repo: string, reference: string) => {
-    const res = await fetch(`${registry.url}/v2/${repo}/manifests/${reference}`, { headers: { accept: ACCEPT } });
+    const res = await fetch(`${registry.url}/v2/${repo}/manifests/${reference}`, { headers: { accept: ACCEPT_MANIFESTS } });
     assert.equal(res.status, 200, `${repo}:${reference}`);
     const body = Buffer.from(await res.arrayBuffer());
     return { digest: res.headers.get('docker-content-digest')!, type: res.headers.get('content-type')!, body, json: JSON.parse(body.toString()) as Manifest & { manifests?: { digest: string; platform: { architecture: string } }[] } };

@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { Ledger, ManifestRecord, TagRecord } from './ledger.js';
 import { CutError, type Reply, type Wire } from './wire.js';
+import { ACCEPT_MANIFESTS } from '../helpers/images.js';
 
 export type Verdict = 'ok' | 'removed' | 'inconclusive' | 'lost';
 
@@ -23,12 +24,6 @@ export interface Loss {
   servedBy?: string;
 }
 
-const ACCEPT = [
-  'application/vnd.oci.image.manifest.v1+json',
-  'application/vnd.oci.image.index.v1+json',
-  'application/vnd.docker.distribution.manifest.v2+json',
-  'application/vnd.docker.distribution.manifest.list.v2+json',
-].join(', ');
 
 const errorCode = (reply: Reply) => /"code"\s*:\s*"([A-Z_]+)"/.exec(reply.body.toString('utf8', 0, 500))?.[1] ?? '';
 
@@ -58,7 +53,7 @@ export class Checker {
       return 'lost';
     };
     try {
-      const manifest = await this.wire.send('GET', `/v2/${rec.repo}/manifests/${rec.digest}`, { headers: { accept: ACCEPT } });
+      const manifest = await this.wire.send('GET', `/v2/${rec.repo}/manifests/${rec.digest}`, { headers: { accept: ACCEPT_MANIFESTS } });
       if (manifest.status === 404) return await missing(`manifest: 404 ${errorCode(manifest)}`, manifest);
       if (manifest.status !== 200) return 'inconclusive';
       if (!manifest.body.equals(rec.body)) return await missing(`manifest: 200 with other content (${manifest.body.length} bytes)`, manifest);
@@ -99,7 +94,7 @@ export class Checker {
     const rec = this.ledger.get(tag.repo, tag.digest);
     const version = rec?.version;
     try {
-      const reply = await this.wire.send('HEAD', `/v2/${tag.repo}/manifests/${tag.tag}`, { headers: { accept: ACCEPT } });
+      const reply = await this.wire.send('HEAD', `/v2/${tag.repo}/manifests/${tag.tag}`, { headers: { accept: ACCEPT_MANIFESTS } });
       if (reply.status >= 500) return 'inconclusive';
       const digest = reply.headers.get('docker-content-digest');
       if (reply.status === 200 && digest === tag.digest) return 'ok';
