@@ -23,15 +23,20 @@ import type { Clock } from '../../scheduler/clock.js';
 import type { PeriodicTask } from '../../scheduler/scheduler.js';
 import type { StorageDriver } from '../../storage/driver.js';
 import { repositoryNames } from '../gc/repositories.js';
-import { forEach } from '../pool.js';
+import { forEach, mapLimited } from '../pool.js';
 import { sharedPass } from '../shared-schedule.js';
 import { readRepositoryFacts } from './facts.js';
-import { fingerprint, keepFingerprint, stillKept } from './fingerprint.js';
+import { fingerprint, fingerprints, keepFingerprint, stillKept, type Fingerprint } from './fingerprint.js';
 import { inStorage } from './reindex.js';
 import { compareRepository } from './verify-index.js';
 
-/** repositories fingerprinted and read at once */
+/** repositories fingerprinted (one by one, or walked) and read at once */
 export const RECONCILE_REPOSITORIES = 8;
+/**
+ * repositories whose fingerprints are taken together (on the filesystem one inspectDirectories
+ * call: about 640 fs calls on a worker thread for repositories of ten tags), before any of them is read
+ */
+export const FINGERPRINT_BATCH = 64;
 /** a pass that trusts no fingerprint, at most this often (index_state FULL_PASS_KEY) */
 export const FULL_PASS_MS = 60 * 60_000;
 /** index_state: when the last full pass started (ISO time) */
@@ -66,13 +71,16 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
   const versions = new StorageVersions(index.db);
   const storeNow = options.storeNow ?? Date.now;
   const seen = new Set<string>();
-  await forEach(repositoryNames(driver), RECONCILE_REPOSITORIES, async (name) => {
-    options.signal?.throwIfAborted();
-    seen.add(name);
-    summary.repositories++;
+  const failed = (name: string, err: unknown) => {
+    summary.failed++;
+    options.failed?.(name, err);
+  };
+
+  /** one repository of a batch, its fingerprint taken before (or why it could not be) */
+  const reconcile = async (name: string, before: Fingerprint | { error: unknown }, kept: string | undefined): Promise<void> => {
+    if ('error' in before) return failed(name, before.error);
     try {
-      const before = await fingerprint(driver, name, storeNow);
-      if (!options.full && (await stillKept(driver, await versions.get(name), before))) {
+      if (!options.full && (await stillKept(driver, kept, before))) {
         summary.skipped++;
         return;
       }
@@ -99,21 +107,52 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
         summary.deferred++;
         return;
       }
-      summary.failed++;
-      options.failed?.(name, err);
+      failed(name, err);
     }
-  });
+  };
+
+  for await (const batch of batches(repositoryNames(driver), FINGERPRINT_BATCH)) {
+    options.signal?.throwIfAborted();
+    for (const name of batch) seen.add(name);
+    summary.repositories += batch.length;
+    // every fingerprint of the batch is taken before any of its repositories is read
+    const [before, kept] = await Promise.all([batchFingerprints(driver, batch, storeNow), options.full ? [] : versions.getMany(batch)]);
+    await forEach(batch.keys(), RECONCILE_REPOSITORIES, (i) => reconcile(batch[i], before[i], kept[i]));
+  }
   options.signal?.throwIfAborted();
   for (const name of await index.repositoryNames()) {
+    if (seen.has(name)) continue;
     // created after the walk passed its place: it is in storage, and stays
     const changes = await index.changesOf(name);
-    if (seen.has(name) || (await inStorage(driver, name))) continue;
+    if (await inStorage(driver, name)) continue;
     await versions.forget(name);
     if (await index.dropRepository(name, changes)) summary.dropped++;
     else summary.deferred++;
   }
   if (options.full) await index.dropUnlinkedBlobs(); // as a rebuild ends
   return summary;
+}
+
+/** the batch's fingerprints in one go; if that fails (a path the driver could not read), each alone, so a failure is one repository's */
+async function batchFingerprints(driver: StorageDriver, names: string[], storeNow: () => number): Promise<(Fingerprint | { error: unknown })[]> {
+  try {
+    return await fingerprints(driver, names, storeNow, RECONCILE_REPOSITORIES);
+  } catch {
+    return mapLimited(names, RECONCILE_REPOSITORIES, (name) => fingerprint(driver, name, storeNow).catch((error: unknown) => ({ error })));
+  }
+}
+
+/** the names in arrays of `size` (the last one shorter) */
+async function* batches<T>(items: AsyncIterable<T>, size: number): AsyncGenerator<T[]> {
+  let batch: T[] = [];
+  for await (const item of items) {
+    batch.push(item);
+    if (batch.length === size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
 }
 
 /**
