@@ -180,12 +180,7 @@ export class SmallFileReader {
   async inspect(queries: readonly DirectoryQuery[], settleMs: number, hidden: RegExp, failed: Pending['failed']): Promise<DirectoryFacts[]> {
     if (queries.length === 0) return [];
     const reply = await this.send<InspectReply>({ op: 'inspect', queries, settleMs, hidden: hidden.source }, failed);
-    return reply.facts.map(({ exists, version, names, sizes, times }) => ({
-      exists,
-      version,
-      names,
-      below: sizes && times && [...sizes].map((size, i) => (size < 0 ? undefined : { size, modTimeMs: times[i] })),
-    }));
+    return reply.facts.map(({ sizes, times, ...facts }) => (sizes && times ? { ...facts, below: [...sizes].map((size, i) => (size < 0 ? undefined : { size, modTimeMs: times[i] })) } : facts));
   }
 
   private send<R extends Reply>(message: object, failed: Pending['failed']): Promise<R> {
