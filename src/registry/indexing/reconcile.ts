@@ -9,6 +9,10 @@
  * Incremental: a repository is read whole only when its fingerprint (a hash of what storage says
  * about its directories without reading a file, fingerprint.ts) differs from the one the index
  * keeps from the last read, the reconciler's or the rebuild's (metadata/storage-versions.ts).
+ * Fingerprints are taken FINGERPRINT_BATCH repositories at a time, with their kept versions in
+ * one query: on the filesystem in one call run by the driver's worker threads, so a pass over
+ * 100,000 repositories queues none of a request's fs calls behind a million of its own in libuv's
+ * pool (docs/performance.md, "The reconciler's pass at scale").
  * Memory: the names of the repositories (to find those the index has and storage no longer does)
  * and the repositories in progress; never the whole registry. A link whose content was missing at the last read is kept
  * with the fingerprint and checked on each pass (its content completed by another push changes no
@@ -37,6 +41,8 @@ export const RECONCILE_REPOSITORIES = 8;
  * call: about 640 fs calls on a worker thread for repositories of ten tags), before any of them is read
  */
 export const FINGERPRINT_BATCH = 64;
+/** the scheduled pass rests this long per ms a batch took (rest below) */
+export const REST_PER_BUSY = 1;
 /** a pass that trusts no fingerprint, at most this often (index_state FULL_PASS_KEY) */
 export const FULL_PASS_MS = 60 * 60_000;
 /** index_state: when the last full pass started (ISO time) */
@@ -50,6 +56,8 @@ export interface ReconcileOptions {
   failed?: (name: string, err: unknown) => void;
   /** the store's time, for fingerprint.ts's SETTLE_MS (default Date.now, as the filesystem driver's childrenVersion) */
   storeNow?: () => number;
+  /** after each batch, with the ms it took: the scheduled pass rests (reconcileTask) */
+  rest?: (busyMs: number) => Promise<void>;
 }
 
 export interface ReconcileSummary {
@@ -111,7 +119,10 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     }
   };
 
+  let batchStarted = performance.now();
   for await (const batch of batches(repositoryNames(driver), FINGERPRINT_BATCH)) {
+    await options.rest?.(performance.now() - batchStarted);
+    batchStarted = performance.now();
     options.signal?.throwIfAborted();
     for (const name of batch) seen.add(name);
     summary.repositories += batch.length;
@@ -174,7 +185,7 @@ export function reconcileTask(driver: StorageDriver, index: MetadataIndex, inter
       // a rebuild (berth index rebuild, or the one at start-up over an existing root) is a full pass too
       const lastFull = Math.max(...(await Promise.all([index.state(FULL_PASS_KEY), index.state(REBUILT_KEY)])).map((at) => Date.parse(at ?? '')).filter((t) => !Number.isNaN(t)), -Infinity);
       const full = !(started - lastFull < FULL_PASS_MS);
-      const summary = await reconcileIndex(driver, index, { full, signal, failed: (name, err) => logger.warn({ err, repository: name }, 'index reconciliation: could not reconcile a repository (the next pass tries again)') });
+      const summary = await reconcileIndex(driver, index, { full, signal, rest: (busyMs) => rest(busyMs, signal), failed: (name, err) => logger.warn({ err, repository: name }, 'index reconciliation: could not reconcile a repository (the next pass tries again)') });
       if (full) await index.setState(FULL_PASS_KEY, new Date(started).toISOString());
       lastEnded = clock.now();
       lastDuration = lastEnded - started;
@@ -183,5 +194,23 @@ export function reconcileTask(driver: StorageDriver, index: MetadataIndex, inter
       if (summary.read + summary.dropped + summary.failed > 0) logger.info(fields, 'index reconciliation done');
       else logger.debug(fields, 'index reconciliation done: nothing changed');
     },
+  });
+}
+
+/**
+ * the scheduled pass's rest after each batch: as long as the batch took, so the pass keeps at
+ * most half of the time it could have (requests get the rest: the listing of the next batch, its
+ * worker message and its SQLite reads all share the process with them). Real time, not the
+ * scheduler's clock: what is shared is the machine's.
+ */
+function rest(busyMs: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, busyMs * REST_PER_BUSY);
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
   });
 }
