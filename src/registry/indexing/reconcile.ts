@@ -119,9 +119,9 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     }
   };
 
-  let batchStarted = performance.now();
+  let batchStarted: number | undefined;
   for await (const batch of batches(repositoryNames(driver), FINGERPRINT_BATCH)) {
-    await options.rest?.(performance.now() - batchStarted);
+    if (batchStarted !== undefined) await options.rest?.(performance.now() - batchStarted);
     batchStarted = performance.now();
     options.signal?.throwIfAborted();
     for (const name of batch) seen.add(name);
