@@ -15,6 +15,17 @@ export class StorageVersions {
     return (await this.db.selectFrom('repository_versions').select('version').where('repository', '=', repository).executeTakeFirst())?.version;
   }
 
+  /** many at once (the reconciler's batch), in the order asked */
+  async getMany(repositories: readonly string[]): Promise<(string | undefined)[]> {
+    const found = new Map<string, string>();
+    // 1 parameter a name: well under SQLite's and PostgreSQL's limits
+    for (let i = 0; i < repositories.length; i += 500) {
+      const rows = await this.db.selectFrom('repository_versions').select(['repository', 'version']).where('repository', 'in', repositories.slice(i, i + 500)).execute();
+      for (const row of rows) found.set(row.repository, row.version);
+    }
+    return repositories.map((name) => found.get(name));
+  }
+
   async set(repository: string, version: string): Promise<void> {
     await this.db
       .insertInto('repository_versions')

@@ -117,6 +117,35 @@ export interface StorageDriver {
    * small-files.ts); the index rebuild's reading uses it when there
    */
   readSmallFiles?(paths: readonly string[]): Promise<(SmallFile | undefined)[]>;
+  /**
+   * many directories' facts at once, in order: what childrenVersion, listNames and a stat of a
+   * file below each listed name would tell, without a call each. Optional, like readSmallFiles
+   * (the filesystem: synchronous calls on its worker threads); the index reconciler's
+   * fingerprints use it when there. A path that is no directory is `{exists: false}`.
+   */
+  inspectDirectories?(queries: readonly DirectoryQuery[]): Promise<DirectoryFacts[]>;
+}
+
+/** what inspectDirectories is asked of one directory */
+export interface DirectoryQuery {
+  path: string;
+  /** its childrenVersion token */
+  version?: boolean;
+  /** its children's names, as listNames gives them */
+  names?: boolean;
+  /** with names: the size and time of the file at `<path>/<name>/<below>` for each name (a relative file path) */
+  below?: string;
+}
+
+/** what inspectDirectories tells of one directory */
+export interface DirectoryFacts {
+  /** false: no directory at the path (nothing else is told) */
+  exists: boolean;
+  /** asked for and vouched for: childrenVersion's token (undefined: it cannot vouch now) */
+  version?: string;
+  names?: string[];
+  /** per name, in order: the file below it (a directory there: size 0), undefined when missing */
+  below?: ({ size: number; modTimeMs: number } | undefined)[];
 }
 
 /** a file read by readSmallFiles */

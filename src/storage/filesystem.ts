@@ -19,6 +19,9 @@ import {
   type FileWriter,
   type PutOptions,
   type SmallFile,
+  type DirectoryFacts,
+  type DirectoryQuery,
+  checkDirPath,
   checkPath,
   readEnd,
   chunksOf,
@@ -117,6 +120,19 @@ export class FilesystemDriver extends BaseDriver {
     return this.smallFiles.read(
       paths.map((path) => this.local(path)),
       (i, err) => toStorageError(err, paths[i]),
+    );
+  }
+
+  async inspectDirectories(queries: readonly DirectoryQuery[]): Promise<DirectoryFacts[]> {
+    for (const q of queries) {
+      checkDirPath(q.path, this.name);
+      if (q.below !== undefined) checkPath(`/${q.below}`, this.name);
+    }
+    return this.smallFiles.inspect(
+      queries.map((q) => ({ ...q, path: this.local(q.path) })),
+      this.settleMs,
+      TEMP_FILE,
+      (i, err) => toStorageError(err, queries[i].path),
     );
   }
 

@@ -58,4 +58,7 @@ export class ForwardingDriver implements StorageDriver {
   get readSmallFiles(): StorageDriver['readSmallFiles'] {
     return this.inner.readSmallFiles?.bind(this.inner);
   }
+  get inspectDirectories(): StorageDriver['inspectDirectories'] {
+    return this.inner.inspectDirectories?.bind(this.inner);
+  }
 }

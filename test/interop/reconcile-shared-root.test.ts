@@ -48,7 +48,7 @@ describe('a root shared with Distribution is reconciled', needTool('docker-regis
     assert.ok(before.length >= 3, before.join('\n')); // the index was told nothing of Distribution's writes
 
     const passes = async () => (await index!.state('reconciled-full')) !== undefined && (await index!.readRepository('shared/other')) !== undefined;
-    await advanceUntil(clock, 'the reconciler ran', passes, { step: 10_000 });
+    await advanceUntil(clock, 'the reconciler ran', passes, { step: 10_000, ms: 90_000 });
     assert.deepEqual(await indexDifferences(berth!), []);
     const rows = await index!.readRepository(name);
     assert.deepEqual(

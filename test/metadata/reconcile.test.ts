@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -15,7 +15,7 @@ import { validateConfig } from '../../src/config/load.js';
 import { openMetadataIndex } from '../../src/features/metadata.js';
 import type { MetadataIndex } from '../../src/metadata/metadata-index.js';
 import type { Digest } from '../../src/registry/digest.js';
-import { reconcileIndex } from '../../src/registry/indexing/reconcile.js';
+import { FINGERPRINT_BATCH, reconcileIndex } from '../../src/registry/indexing/reconcile.js';
 import { blobData, layerLink } from '../../src/registry/layout.js';
 import { verifyIndex } from '../../src/registry/indexing/verify-index.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
@@ -88,6 +88,29 @@ describe('the reconciler', () => {
     assert.equal(afterDelete.dropped, 1);
     assert.deepEqual(await index.repositoryNames(), ['team/a']);
     assert.deepEqual(await differences(driver, index), []);
+  });
+
+  it('takes fingerprints in batches, rests between them, and counts a repository it cannot fingerprint as one failure', async () => {
+    const root = await mkdtemp(join(dir, 'batches-'));
+    const names = Array.from({ length: FINGERPRINT_BATCH + 6 }, (_, i) => `many/r${String(i).padStart(3, '0')}`);
+    for (const name of names) {
+      const hex = createHash('sha256').update(name).digest('hex');
+      await mkdir(join(root, `${REPOS}/${name}/_layers/sha256/${hex}`), { recursive: true });
+      await writeFile(join(root, `${REPOS}/${name}/_layers/sha256/${hex}/link`), `sha256:${hex}`);
+    }
+    // a tags directory the worker cannot stat (ELOOP): its whole batch's call fails
+    await mkdir(join(root, `${REPOS}/many/r005/_manifests`), { recursive: true });
+    await symlink(join(root, `${REPOS}/many/r005/_manifests/tags`), join(root, `${REPOS}/many/r005/_manifests/tags`));
+    const driver = new FilesystemDriver({ rootdirectory: root, settleMs: 0 });
+    const index = await freshIndex(root);
+    const rests: number[] = [];
+    const failed: string[] = [];
+    const summary = await reconcileIndex(driver, index, { storeNow: settled, rest: async (ms) => void rests.push(ms), failed: (name) => failed.push(name) });
+    await driver.close();
+    assert.deepEqual({ repositories: summary.repositories, read: summary.read, failed: summary.failed }, { repositories: names.length, read: names.length - 1, failed: 1 });
+    assert.deepEqual(failed, ['many/r005']);
+    assert.equal(rests.length, 1); // between the two batches
+    assert.ok(rests[0] >= 0);
   });
 
   it('does not undo a write of the request path that lands between its read of storage and its write of the rows', async () => {

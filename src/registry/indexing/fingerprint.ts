@@ -10,7 +10,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { StorageVersions } from '../../metadata/storage-versions.js';
-import { PathNotFoundError, unlessMissing, type StorageDriver } from '../../storage/driver.js';
+import { PathNotFoundError, unlessMissing, type DirectoryFacts, type DirectoryQuery, type StorageDriver } from '../../storage/driver.js';
 import { ALGORITHMS, isDigest } from '../digest.js';
 import { READS } from '../gc/graph.js';
 import * as layout from '../layout.js';
@@ -45,6 +45,31 @@ export interface Fingerprint {
  * `storeNow`: the store's time (the filesystem's is this machine's, Date.now).
  */
 export async function fingerprint(driver: StorageDriver, name: string, storeNow: () => number): Promise<Fingerprint> {
+  return (await fingerprints(driver, [name], storeNow, 1))[0];
+}
+
+/**
+ * fingerprint() of many repositories, in order (the reconciler's batch). On a driver with
+ * inspectDirectories (the filesystem), all of them in one call: one message to its worker threads
+ * instead of about ten fs calls per repository through libuv's pool, which a request's own fs
+ * calls would queue behind (docs/performance.md, "The reconciler's pass at scale"). Otherwise, or
+ * for a repository whose directories cannot be vouched for, one by one, `concurrency` at once.
+ */
+export async function fingerprints(driver: StorageDriver, names: readonly string[], storeNow: () => number, concurrency: number): Promise<Fingerprint[]> {
+  if (!driver.inspectDirectories) return mapLimited(names, concurrency, (name) => fingerprintByCalls(driver, name, storeNow));
+  const horizon = storeNow() - SETTLE_MS;
+  const facts = await driver.inspectDirectories(names.flatMap((name) => tokenQueries(name, true)));
+  const each = names.map((name, i) => ({ name, facts: facts.slice(i * TOKEN_QUERIES, (i + 1) * TOKEN_QUERIES) }));
+  return mapLimited(each, concurrency, async ({ name, facts: [repository, layers, revisions, tags, ...algorithms] }) => {
+    const tokens = tokensOf(name, repository, layers, revisions, tags, algorithms);
+    if (!tokens) return byWalk(driver, name, storeNow() - SETTLE_MS);
+    const tagNames = (tags.exists && tags.names) || [];
+    return finished(tokens, horizon, tagNames.map((tag, j) => ({ tag, size: tags.below?.[j]?.size, modTimeMs: tags.below?.[j]?.modTimeMs })));
+  });
+}
+
+/** fingerprint() by the driver's single calls (drivers without inspectDirectories) */
+async function fingerprintByCalls(driver: StorageDriver, name: string, storeNow: () => number): Promise<Fingerprint> {
   const finish = await beginFingerprint(driver, name, storeNow);
   if (!finish) return byWalk(driver, name, storeNow() - SETTLE_MS);
   const tags = (await unlessMissing(driver.listNames(layout.tagsDir(name)))) ?? [];
@@ -63,13 +88,20 @@ export async function fingerprint(driver: StorageDriver, name: string, storeNow:
  */
 export async function beginFingerprint(driver: StorageDriver, name: string, storeNow: () => number): Promise<((tags: readonly TagLinkTime[]) => Fingerprint) | undefined> {
   const horizon = storeNow() - SETTLE_MS;
-  const tokens = await directoryTokens(driver, name);
+  let tokens: Hash | undefined;
+  if (driver.inspectDirectories) {
+    const [repository, layers, revisions, tags, ...algorithms] = await driver.inspectDirectories(tokenQueries(name, false));
+    tokens = tokensOf(name, repository, layers, revisions, tags, algorithms);
+  } else tokens = await directoryTokens(driver, name);
   if (!tokens) return undefined;
-  return (tags) => {
-    const fp = { hash: tokens, settled: true };
-    for (const t of tags) addFile(fp, t.tag, t.size, t.modTimeMs, horizon);
-    return { version: `t:${fp.hash.digest('hex')}`, settled: fp.settled };
-  };
+  return (tags) => finished(tokens, horizon, tags);
+}
+
+/** the fingerprint of the directory tokens and the tags' current links */
+function finished(tokens: Hash, horizon: number, tags: readonly TagLinkTime[]): Fingerprint {
+  const fp = { hash: tokens, settled: true };
+  for (const t of tags) addFile(fp, t.tag, t.size, t.modTimeMs, horizon);
+  return { version: `t:${fp.hash.digest('hex')}`, settled: fp.settled };
 }
 
 /**
@@ -101,6 +133,45 @@ export async function stillKept(driver: StorageDriver, kept: string | undefined,
 async function anyStored(driver: StorageDriver, digests: string[]): Promise<boolean> {
   for (const digest of digests) if (isDigest(digest) && (await storedSize(driver, digest)) !== undefined) return true;
   return false;
+}
+
+/** a tag's current link below its directory in the tags directory (`current/link`), as layout.ts has it */
+const TAG_LINK = layout.tagCurrentLink('r', 't').slice(`${layout.tagsDir('r')}/t/`.length);
+
+/** inspectDirectories queries per repository (tokenQueries), in this order: the repository, `_layers`, the revisions, the tags, then per algorithm its `_layers` and revisions directory */
+const TOKEN_QUERIES = 4 + 2 * ALGORITHMS.length;
+
+/** what tokensOf needs of a repository's directories; `withTags`: the tags' names and current links too */
+function tokenQueries(name: string, withTags: boolean): DirectoryQuery[] {
+  const repository = layout.repository(name);
+  return [
+    { path: repository, version: true },
+    { path: `${repository}/_layers`, names: true },
+    { path: `${layout.manifestsDir(name)}/revisions`, names: true },
+    withTags ? { path: layout.tagsDir(name), version: true, names: true, below: TAG_LINK } : { path: layout.tagsDir(name), version: true },
+    ...ALGORITHMS.map((algorithm) => ({ path: layout.layersDir(name, algorithm), version: true })),
+    ...ALGORITHMS.map((algorithm) => ({ path: layout.manifestRevisionsDir(name, algorithm), version: true })),
+  ];
+}
+
+/** directoryTokens' hash from tokenQueries' answers: the same value, so fingerprints kept by either compare equal */
+function tokensOf(name: string, repository: DirectoryFacts, layers: DirectoryFacts, revisions: DirectoryFacts, tags: DirectoryFacts, algorithms: DirectoryFacts[]): Hash | undefined {
+  if (!repository.exists || repository.version === undefined) return undefined;
+  const layerNames = (layers.exists && layers.names) || [];
+  const revisionNames = (revisions.exists && revisions.names) || [];
+  const hash = createHash('sha256').update('tokens\n');
+  hash.update(`${layerNames.join('/')}\n${revisionNames.join('/')}\n`);
+  const dirs: [string, DirectoryFacts][] = [
+    [layout.repository(name), repository],
+    [layout.tagsDir(name), tags],
+    ...ALGORITHMS.flatMap((a, i): [string, DirectoryFacts][] => (layerNames.includes(a) ? [[layout.layersDir(name, a), algorithms[i]]] : [])),
+    ...ALGORITHMS.flatMap((a, i): [string, DirectoryFacts][] => (revisionNames.includes(a) ? [[layout.manifestRevisionsDir(name, a), algorithms[ALGORITHMS.length + i]]] : [])),
+  ];
+  for (const [dir, facts] of dirs) {
+    if (facts.exists && facts.version === undefined) return undefined; // cannot vouch for it now
+    hash.update(`${dir}\0${facts.exists ? facts.version : '-'}\n`);
+  }
+  return hash;
 }
 
 /** the hash of the directories' tokens (without the tags' links); undefined: the driver cannot vouch for one of them */

@@ -9,6 +9,10 @@
  * Incremental: a repository is read whole only when its fingerprint (a hash of what storage says
  * about its directories without reading a file, fingerprint.ts) differs from the one the index
  * keeps from the last read, the reconciler's or the rebuild's (metadata/storage-versions.ts).
+ * Fingerprints are taken FINGERPRINT_BATCH repositories at a time, with their kept versions in
+ * one query: on the filesystem in one call run by the driver's worker threads, so a pass over
+ * 100,000 repositories queues none of a request's fs calls behind a million of its own in libuv's
+ * pool (docs/performance.md, "The reconciler's pass at scale").
  * Memory: the names of the repositories (to find those the index has and storage no longer does)
  * and the repositories in progress; never the whole registry. A link whose content was missing at the last read is kept
  * with the fingerprint and checked on each pass (its content completed by another push changes no
@@ -23,15 +27,22 @@ import type { Clock } from '../../scheduler/clock.js';
 import type { PeriodicTask } from '../../scheduler/scheduler.js';
 import type { StorageDriver } from '../../storage/driver.js';
 import { repositoryNames } from '../gc/repositories.js';
-import { forEach } from '../pool.js';
+import { forEach, mapLimited } from '../pool.js';
 import { sharedPass } from '../shared-schedule.js';
 import { readRepositoryFacts } from './facts.js';
-import { fingerprint, keepFingerprint, stillKept } from './fingerprint.js';
+import { fingerprint, fingerprints, keepFingerprint, stillKept, type Fingerprint } from './fingerprint.js';
 import { inStorage } from './reindex.js';
 import { compareRepository } from './verify-index.js';
 
-/** repositories fingerprinted and read at once */
+/** repositories fingerprinted (one by one, or walked) and read at once */
 export const RECONCILE_REPOSITORIES = 8;
+/**
+ * repositories whose fingerprints are taken together (on the filesystem one inspectDirectories
+ * call: about 640 fs calls on a worker thread for repositories of ten tags), before any of them is read
+ */
+export const FINGERPRINT_BATCH = 64;
+/** the scheduled pass rests this long per ms a batch took (rest below) */
+export const REST_PER_BUSY = 1;
 /** a pass that trusts no fingerprint, at most this often (index_state FULL_PASS_KEY) */
 export const FULL_PASS_MS = 60 * 60_000;
 /** index_state: when the last full pass started (ISO time) */
@@ -45,6 +56,8 @@ export interface ReconcileOptions {
   failed?: (name: string, err: unknown) => void;
   /** the store's time, for fingerprint.ts's SETTLE_MS (default Date.now, as the filesystem driver's childrenVersion) */
   storeNow?: () => number;
+  /** after each batch, with the ms it took: the scheduled pass rests (reconcileTask) */
+  rest?: (busyMs: number) => Promise<void>;
 }
 
 export interface ReconcileSummary {
@@ -66,13 +79,16 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
   const versions = new StorageVersions(index.db);
   const storeNow = options.storeNow ?? Date.now;
   const seen = new Set<string>();
-  await forEach(repositoryNames(driver), RECONCILE_REPOSITORIES, async (name) => {
-    options.signal?.throwIfAborted();
-    seen.add(name);
-    summary.repositories++;
+  const failed = (name: string, err: unknown) => {
+    summary.failed++;
+    options.failed?.(name, err);
+  };
+
+  /** one repository of a batch, its fingerprint taken before (or why it could not be) */
+  const reconcile = async (name: string, before: Fingerprint | { error: unknown }, kept: string | undefined): Promise<void> => {
+    if ('error' in before) return failed(name, before.error);
     try {
-      const before = await fingerprint(driver, name, storeNow);
-      if (!options.full && (await stillKept(driver, await versions.get(name), before))) {
+      if (!options.full && (await stillKept(driver, kept, before))) {
         summary.skipped++;
         return;
       }
@@ -99,21 +115,55 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
         summary.deferred++;
         return;
       }
-      summary.failed++;
-      options.failed?.(name, err);
+      failed(name, err);
     }
-  });
+  };
+
+  let batchStarted: number | undefined;
+  for await (const batch of batches(repositoryNames(driver), FINGERPRINT_BATCH)) {
+    if (batchStarted !== undefined) await options.rest?.(performance.now() - batchStarted);
+    batchStarted = performance.now();
+    options.signal?.throwIfAborted();
+    for (const name of batch) seen.add(name);
+    summary.repositories += batch.length;
+    // every fingerprint of the batch is taken before any of its repositories is read
+    const [before, kept] = await Promise.all([batchFingerprints(driver, batch, storeNow), options.full ? [] : versions.getMany(batch)]);
+    await forEach(batch.keys(), RECONCILE_REPOSITORIES, (i) => reconcile(batch[i], before[i], kept[i]));
+  }
   options.signal?.throwIfAborted();
   for (const name of await index.repositoryNames()) {
+    if (seen.has(name)) continue;
     // created after the walk passed its place: it is in storage, and stays
     const changes = await index.changesOf(name);
-    if (seen.has(name) || (await inStorage(driver, name))) continue;
+    if (await inStorage(driver, name)) continue;
     await versions.forget(name);
     if (await index.dropRepository(name, changes)) summary.dropped++;
     else summary.deferred++;
   }
   if (options.full) await index.dropUnlinkedBlobs(); // as a rebuild ends
   return summary;
+}
+
+/** the batch's fingerprints in one go; if that fails (a path the driver could not read), each alone, so a failure is one repository's */
+async function batchFingerprints(driver: StorageDriver, names: string[], storeNow: () => number): Promise<(Fingerprint | { error: unknown })[]> {
+  try {
+    return await fingerprints(driver, names, storeNow, RECONCILE_REPOSITORIES);
+  } catch {
+    return mapLimited(names, RECONCILE_REPOSITORIES, (name) => fingerprint(driver, name, storeNow).catch((error: unknown) => ({ error })));
+  }
+}
+
+/** the names in arrays of `size` (the last one shorter) */
+async function* batches<T>(items: AsyncIterable<T>, size: number): AsyncGenerator<T[]> {
+  let batch: T[] = [];
+  for await (const item of items) {
+    batch.push(item);
+    if (batch.length === size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
 }
 
 /**
@@ -135,7 +185,7 @@ export function reconcileTask(driver: StorageDriver, index: MetadataIndex, inter
       // a rebuild (berth index rebuild, or the one at start-up over an existing root) is a full pass too
       const lastFull = Math.max(...(await Promise.all([index.state(FULL_PASS_KEY), index.state(REBUILT_KEY)])).map((at) => Date.parse(at ?? '')).filter((t) => !Number.isNaN(t)), -Infinity);
       const full = !(started - lastFull < FULL_PASS_MS);
-      const summary = await reconcileIndex(driver, index, { full, signal, failed: (name, err) => logger.warn({ err, repository: name }, 'index reconciliation: could not reconcile a repository (the next pass tries again)') });
+      const summary = await reconcileIndex(driver, index, { full, signal, rest: (busyMs) => rest(busyMs, signal), failed: (name, err) => logger.warn({ err, repository: name }, 'index reconciliation: could not reconcile a repository (the next pass tries again)') });
       if (full) await index.setState(FULL_PASS_KEY, new Date(started).toISOString());
       lastEnded = clock.now();
       lastDuration = lastEnded - started;
@@ -144,5 +194,23 @@ export function reconcileTask(driver: StorageDriver, index: MetadataIndex, inter
       if (summary.read + summary.dropped + summary.failed > 0) logger.info(fields, 'index reconciliation done');
       else logger.debug(fields, 'index reconciliation done: nothing changed');
     },
+  });
+}
+
+/**
+ * the scheduled pass's rest after each batch: as long as the batch took, so the pass keeps at
+ * most half of the time it could have (requests get the rest: the listing of the next batch, its
+ * worker message and its SQLite reads all share the process with them). Real time, not the
+ * scheduler's clock: what is shared is the machine's.
+ */
+function rest(busyMs: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, busyMs * REST_PER_BUSY);
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
   });
 }
