@@ -23,11 +23,10 @@ function record(req: FastifyRequest, services: Pick<Services, 'audit'>, actor: s
   services.audit?.record({ actor, address: req.ip, ...what });
 }
 
-/** a write the edge reports as an event (pulls are not recorded) */
-export function auditWrite(req: FastifyRequest, services: Pick<Services, 'audit'>, action: EventAction, target: EventTarget): void {
+/** a write the edge reports as an event (pulls are not recorded); `what`: the target's kind */
+export function auditWrite(req: FastifyRequest, services: Pick<Services, 'audit'>, action: EventAction, target: EventTarget, what: 'manifest' | 'blob'): void {
   if (!services.audit || action === 'pull') return;
   const user = userOf(req);
-  const what = target.url?.includes('/manifests/') ? 'manifest' : 'blob';
   const size = target.size !== undefined ? `, ${target.size} bytes` : '';
   if (action === 'push') {
     const detail = what === 'manifest' ? `manifest ${target.digest} (${target.mediaType}${size})` : `blob${size}`;

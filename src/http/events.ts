@@ -31,8 +31,9 @@ export function requestRecord(req: FastifyRequest): RequestRecord {
   return { id: String(req.id), addr, host: req.headers.host ?? '', method: req.method, useragent: req.headers['user-agent'] ?? '' };
 }
 
-function emit(req: FastifyRequest, services: Services, action: EventAction, target: EventTarget): void {
-  auditWrite(req, services, action, target);
+/** `kind`: what the target is, for the audit record (delete events name no kind) */
+function emit(req: FastifyRequest, services: Services, action: EventAction, target: EventTarget, kind?: 'manifests' | 'blobs'): void {
+  auditWrite(req, services, action, target, kind === 'manifests' ? 'manifest' : 'blob');
   if (services.events.active) services.events.emit({ action, target, request: requestRecord(req), actor: actorOf(req) });
 }
 
@@ -43,14 +44,11 @@ function wanted(services: Services, action: EventAction): boolean {
 
 /** what push and pull targets of manifests and blobs share: the descriptor, the repository and the URL */
 function contentTarget(req: FastifyRequest, services: Services, kind: 'manifests' | 'blobs', c: { name: string; digest: string; mediaType: string; size: number }): EventTarget {
-  return {
-    mediaType: c.mediaType,
-    digest: c.digest,
-    size: c.size,
-    length: c.size,
-    repository: c.name,
-    url: services.urls.absolute(req, `/v2/${c.name}/${kind}/${c.digest}`),
-  };
+  const target: EventTarget = { mediaType: c.mediaType, digest: c.digest, size: c.size, length: c.size, repository: c.name };
+  // only endpoints get the URL (the audit record names the repository and the digest): with none,
+  // a push does not build it (docs/performance.md, "Pushes with the metadata index")
+  if (services.events.active) target.url = services.urls.absolute(req, `/v2/${c.name}/${kind}/${c.digest}`);
+  return target;
 }
 
 export interface ManifestEventInfo {
@@ -67,15 +65,15 @@ export function manifestEvent(req: FastifyRequest, services: Services, action: '
   if (!wanted(services, action)) return;
   const target = contentTarget(req, services, 'manifests', m);
   if (m.tag !== undefined) target.tag = m.tag;
-  if (services.options.includeReferences) target.references = manifestReferences(m.content);
-  emit(req, services, action, target);
+  if (services.options.includeReferences && services.events.active) target.references = manifestReferences(m.content);
+  emit(req, services, action, target, 'manifests');
 }
 
 export function blobEvent(req: FastifyRequest, services: Services, action: 'push' | 'pull' | 'mount', b: { name: string; digest: string; size: number; from?: string }): void {
   if (!wanted(services, action)) return;
   const target = contentTarget(req, services, 'blobs', { ...b, mediaType: BLOB_MEDIA_TYPE });
   if (b.from !== undefined) target.fromRepository = b.from;
-  emit(req, services, action, target);
+  emit(req, services, action, target, 'blobs');
 }
 
 /** delete events carry only the digest and the repository (spec 6.4) */

@@ -97,14 +97,20 @@ export class BlobStore {
 
   /** links the blob into `name`; `size`, when the caller knows it, saves the index a stat */
   async link(name: string, digest: Digest, size?: number): Promise<void> {
-    await writeLink(this.driver, layout.layerLink(name, digest), digest);
+    await this.linkBeforeStored(name, digest);
     await this.indexLink(name, digest, size);
   }
 
   /**
-   * tells the index that `name` links the blob, once its content is stored: nothing before (an
-   * upload's completion links first and moves the data after, then calls this again)
+   * the link alone, for a blob whose content is stored after it (an upload's completion), whose
+   * caller tells the index (indexLink) once it is: asking then would cost a stat and a rescue
+   * attempt from online collection's trash that both miss (docs/performance.md)
    */
+  async linkBeforeStored(name: string, digest: Digest): Promise<void> {
+    await writeLink(this.driver, layout.layerLink(name, digest), digest);
+  }
+
+  /** tells the index that `name` links the blob, once its content is stored (nothing when it is not) */
   async indexLink(name: string, digest: Digest, size?: number): Promise<void> {
     if (!this.index) return;
     const stored = size ?? (await this.storedSize(digest));

@@ -202,7 +202,7 @@ export class UploadSessions {
         return done;
       }
       const digest = await this.verify(status, size, expected);
-      await this.blobs.link(name, digest);
+      await this.blobs.linkBeforeStored(name, digest);
       await this.moveToBlobs(name, uuid, digest);
       await this.blobs.indexLink(name, digest, size);
       await this.remove(name, uuid);
