@@ -27,6 +27,21 @@ export interface Replacement {
   facts: RepositoryFacts;
   hasManifests: boolean;
   expectChanges?: number;
+  /**
+   * only a part of the repository (rebuild.ts splits a big one into transactions of bounded
+   * length): per kind of row, the key range it replaces (`facts` holds that range's records);
+   * a kind not named is left as it is. A part is replaced alone, never in a batch.
+   */
+  part?: Partial<Record<RowKind, KeyRange>>;
+}
+
+/** the rows of a repository, by kind: manifests by digest, tags by name, `_layers` links by digest */
+export type RowKind = 'manifests' | 'tags' | 'blobs';
+
+/** keys from `from` (inclusive) to `to` (exclusive), in the database's byte order (migration 0002_byte_order); an end left out is open */
+export interface KeyRange {
+  from?: string;
+  to?: string;
 }
 
 export class MetadataIndex {
@@ -288,13 +303,32 @@ async function changesOf(db: Kysely<Database>, name: string): Promise<number> {
 }
 
 /**
- * the rebuild's replacement (MetadataIndex.replaceRepository and replaceRepositories): each
- * repository's row written first (a new one gets its row, an existing one is left as it is: the
- * lock of the file's comment, no write counted), then each one's count of the request path's
- * writes compared with its `expectChanges`: those that differ are returned and left alone, the
- * others' rows made what storage holds. `at`: when the tags that went or moved left.
+ * the rebuild's replacement (MetadataIndex.replaceRepository and replaceRepositories): the
+ * repositories the request path wrote to since their `expectChanges` are returned and left alone
+ * (claimUnchanged), the others' rows (or, for a part, the rows of its ranges) made what storage
+ * holds. `at`: when the tags that went or moved left.
  */
 async function replaceAll(queries: RequestQueries, tx: Tx, batch: readonly Replacement[], at: string): Promise<string[]> {
+  const part = batch.find((r) => r.part)?.part;
+  if (part && batch.length > 1) throw new Error('a part of a repository is replaced alone, not in a batch');
+  const kept = await claimUnchanged(tx, batch);
+  const names = kept.map((r) => r.facts.name);
+  // a part reads (and removes) only the rows of its ranges; a whole repository all its rows
+  const touches = (kind: RowKind) => !part || part[kind] !== undefined;
+  const range = (kind: RowKind): KeyRange => part?.[kind] ?? {};
+  if (touches('manifests')) await replaceManifests(tx, kept, names, range('manifests'));
+  if (touches('tags')) await replaceTags(queries, tx, kept, names, range('tags'), at);
+  if (touches('blobs')) await replaceLinks(tx, kept, names, range('blobs'));
+  return batch.filter((r) => !kept.includes(r)).map((r) => r.facts.name);
+}
+
+/**
+ * each repository's row written first (a new one gets its row, an existing one is left as it is:
+ * the lock of the file's comment, no write counted), then each one's count of the request path's
+ * writes compared with its `expectChanges`: the repositories whose count is the expected one
+ * (their `hasManifests` written), the others left alone
+ */
+async function claimUnchanged(tx: Tx, batch: readonly Replacement[]): Promise<Replacement[]> {
   for (const chunk of chunks([...batch])) {
     await tx
       .insertInto('repositories')
@@ -304,23 +338,44 @@ async function replaceAll(queries: RequestQueries, tx: Tx, batch: readonly Repla
   }
   const rows = await inChunks(batch.map((r) => r.facts.name), (chunk) => tx.selectFrom('repositories').select(['name', 'changes']).where('name', 'in', chunk).execute());
   const counts = new Map(rows.map((row) => [row.name, Number(row.changes)]));
-  const changed = new Set(batch.filter((r) => r.expectChanges !== undefined && counts.get(r.facts.name) !== r.expectChanges).map((r) => r.facts.name));
-  const kept = batch.filter((r) => !changed.has(r.facts.name));
-  const names = kept.map((r) => r.facts.name);
+  const kept = batch.filter((r) => r.expectChanges === undefined || counts.get(r.facts.name) === r.expectChanges);
   for (const flag of [0, 1]) {
     const named = kept.filter((r) => (r.hasManifests ? 1 : 0) === flag).map((r) => r.facts.name);
     for (const chunk of chunks(named)) await tx.updateTable('repositories').set({ has_manifests: flag }).where('name', 'in', chunk).execute();
   }
+  return kept;
+}
 
+async function replaceManifests(tx: Tx, kept: Replacement[], names: string[], range: KeyRange): Promise<void> {
   const manifests = kept.flatMap((r) => r.facts.manifests);
   const wanted = new Set(manifests.map((m) => `${m.repository}\n${m.digest}`));
-  const stale = (await inChunks(names, (chunk) => tx.selectFrom('manifests').select(['repository', 'digest']).where('repository', 'in', chunk).execute())).filter((m) => !wanted.has(`${m.repository}\n${m.digest}`));
+  const indexed = await inChunks(names, (chunk) =>
+    tx
+      .selectFrom('manifests')
+      .select(['repository', 'digest'])
+      .where('repository', 'in', chunk)
+      .$if(range.from !== undefined, (q) => q.where('digest', '>=', range.from!))
+      .$if(range.to !== undefined, (q) => q.where('digest', '<', range.to!))
+      .execute(),
+  );
+  const stale = indexed.filter((m) => !wanted.has(`${m.repository}\n${m.digest}`));
   for (const [repository, digests] of byRepository(stale, (m) => m.digest)) {
     for (const chunk of chunks(digests)) await tx.deleteFrom('manifests').where('repository', '=', repository).where('digest', 'in', chunk).execute();
   }
   await upsertManifests(tx, manifests);
+}
 
-  const indexed = new Map((await inChunks(names, (chunk) => tx.selectFrom('tags').select(['repository', 'name', 'digest']).where('repository', 'in', chunk).execute())).map((t) => [`${t.repository}\n${t.name}`, t.digest]));
+async function replaceTags(queries: RequestQueries, tx: Tx, kept: Replacement[], names: string[], range: KeyRange, at: string): Promise<void> {
+  const rows = await inChunks(names, (chunk) =>
+    tx
+      .selectFrom('tags')
+      .select(['repository', 'name', 'digest'])
+      .where('repository', 'in', chunk)
+      .$if(range.from !== undefined, (q) => q.where('name', '>=', range.from!))
+      .$if(range.to !== undefined, (q) => q.where('name', '<', range.to!))
+      .execute(),
+  );
+  const indexed = new Map(rows.map((t) => [`${t.repository}\n${t.name}`, t.digest]));
   const tags = kept.flatMap((r) => r.facts.tags.map((t) => ({ repository: r.facts.name, ...t })));
   const stored = new Set(tags.map((t) => `${t.repository}\n${t.name}`));
   for (const key of indexed.keys()) {
@@ -348,14 +403,24 @@ async function replaceAll(queries: RequestQueries, tx: Tx, batch: readonly Repla
       .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet((eb) => ({ digest: eb.ref('excluded.digest'), pushed_at: eb.ref('excluded.pushed_at') })))
       .execute();
   }
+}
 
+async function replaceLinks(tx: Tx, kept: Replacement[], names: string[], range: KeyRange): Promise<void> {
   const links = new Set(kept.flatMap((r) => r.facts.blobs.map((b) => `${r.facts.name}\n${b.digest}`)));
-  const unlinked = (await inChunks(names, (chunk) => tx.selectFrom('repository_blobs').select(['repository', 'digest']).where('repository', 'in', chunk).execute())).filter((l) => !links.has(`${l.repository}\n${l.digest}`));
+  const indexed = await inChunks(names, (chunk) =>
+    tx
+      .selectFrom('repository_blobs')
+      .select(['repository', 'digest'])
+      .where('repository', 'in', chunk)
+      .$if(range.from !== undefined, (q) => q.where('digest', '>=', range.from!))
+      .$if(range.to !== undefined, (q) => q.where('digest', '<', range.to!))
+      .execute(),
+  );
+  const unlinked = indexed.filter((l) => !links.has(`${l.repository}\n${l.digest}`));
   for (const [repository, digests] of byRepository(unlinked, (l) => l.digest)) {
     for (const chunk of chunks(digests)) await tx.deleteFrom('repository_blobs').where('repository', '=', repository).where('digest', 'in', chunk).execute();
   }
   await linkBlobs(tx, kept.flatMap((r) => r.facts.blobs.map((b) => ({ repository: r.facts.name, ...b }))));
-  return [...changed];
 }
 
 /** what `read` gives for the named repositories, asked a few IN lists at a time */

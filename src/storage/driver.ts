@@ -114,7 +114,7 @@ export interface StorageDriver {
    * small files (links, berth.json) read whole with their modification time, many at once, in
    * order; undefined for a missing one. Optional: offered by a driver for which a batch costs far
    * less than a getContent and a stat each (the filesystem: synchronous calls on worker threads,
-   * small-files.ts); the index rebuild's reading uses it when there
+   * small-files.ts; S3: a GET each, many in flight, no HEAD); the index rebuild's reading uses it when there
    */
   readSmallFiles?(paths: readonly string[]): Promise<(SmallFile | undefined)[]>;
   /**

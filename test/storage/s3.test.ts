@@ -97,6 +97,20 @@ describe('s3 driver: what only S3 has (Ceph radosgw)', needTools(CEPH_TOOLS, 'th
     await ceph?.stop();
   });
 
+  it('readSmallFiles reads many objects in order with their times (one GET each); missing ones and directories are undefined', async () => {
+    const driver = make();
+    await driver.putContent('/a/link', Buffer.from('sha256:abc'));
+    await driver.putContent('/a/empty', Buffer.alloc(0));
+    const paths = ['/a/link', '/a/missing', '/a', '/a/empty', ...Array.from({ length: 40 }, () => '/a/link')];
+    const files = await driver.readSmallFiles(paths);
+    assert.deepEqual(
+      files.map((f) => f?.content.toString()),
+      ['sha256:abc', undefined, undefined, '', ...Array.from({ length: 40 }, () => 'sha256:abc')],
+    );
+    assert.equal(files[0]?.modTimeMs, (await driver.stat('/a/link')).modTime.getTime());
+    assert.deepEqual(await driver.readSmallFiles([]), []);
+  });
+
   it('resumes a multipart write from another driver instance, with parts of chunksize and a small last part', async () => {
     const first = make({ chunksize: 6 * MiB });
     const a = randomBytes(13 * MiB);

@@ -107,8 +107,8 @@ const SMALL_FILES_CALLS = 2;
 
 /**
  * small files, in order (undefined: missing): through the driver's readSmallFiles in batches
- * where it has it (the filesystem), else a getContent each and a stat for those `timed` (on S3 a
- * HEAD each, so only where the time is needed), READS at a time
+ * where it has it (the filesystem: worker threads; S3: GETs in flight, the time from each
+ * answer), else a getContent each and a stat for those `timed`, READS at a time
  */
 async function readFiles(driver: StorageDriver, entries: { path: string; timed?: boolean }[]): Promise<(ReadFile | undefined)[]> {
   if (driver.readSmallFiles) {

@@ -9,13 +9,14 @@
  * the repositories that did not change since (on a driver with directory tokens: the filesystem).
  */
 import type { StorageDriver } from '../../storage/driver.js';
-import { REBUILT_KEY, type MetadataIndex } from '../../metadata/metadata-index.js';
+import { REBUILT_KEY, RepositoryChangedError, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { StorageVersions } from '../../metadata/storage-versions.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from '../gc/repositories.js';
 import { ContentCache } from './content-cache.js';
 import { readRepositoryFacts, type StoredRepository } from './facts.js';
 import { beginFingerprint, keptVersion, type Fingerprint } from './fingerprint.js';
+import { splitRepository } from './parts.js';
 import { replaceFromStorage } from './reindex.js';
 
 /** repositories read at once */
@@ -24,10 +25,17 @@ export const REBUILD_REPOSITORIES = 8;
 /**
  * a batch is written once it holds this many repositories or rows (manifests, tags, links): big
  * enough that commits stop costing most of the time, small enough that the transaction holds
- * the database (and, on SQLite, this process's one connection) for tens of milliseconds only
+ * the database (and, on SQLite, this process's event loop) for tens of milliseconds only
+ * (about 40 ms of CPU per 1,000 rows, quiet)
  */
 export const BATCH_REPOSITORIES = 64;
-export const BATCH_ROWS = 4_000;
+export const BATCH_ROWS = 2_000;
+
+/**
+ * a repository with more rows than this is written alone, in parts of at most this many rows,
+ * one transaction each (parts.ts): docs/decisions.md, "A big repository is rebuilt in parts"
+ */
+export const PART_ROWS = BATCH_ROWS;
 
 export interface RebuildSummary {
   repositories: number;
@@ -93,14 +101,33 @@ export async function rebuildIndex(
     });
     return writing;
   };
+  // a big repository, alone and in parts; written to meanwhile: read again (its fingerprint not kept)
+  const writeInParts = (read: Read) => {
+    writing = writing.then(async () => {
+      let { facts, fingerprint } = read;
+      let expect = before.get(facts.name) ?? 0;
+      for (let attempt = 1; !(await replaceInParts(index, facts, expect, options.signal)); attempt++) {
+        if (attempt >= REBUILD_ATTEMPTS) throw new RepositoryChangedError(facts.name);
+        fingerprint = undefined;
+        expect = await index.changesOf(facts.name);
+        facts = await readRepositoryFacts(driver, facts.name, cache);
+      }
+      done(facts);
+      await versions.setMany([{ repository: facts.name, version: fingerprint && keptVersion(fingerprint, facts.unstoredLinks) }]);
+    });
+    return writing;
+  };
   await forEach(names, REBUILD_REPOSITORIES, async (name) => {
     options.signal?.throwIfAborted();
     // begun before the read (a write landing after it changes the fingerprint the reconciler
     // compares with), finished with the tag links the read found (no second stat of each tag)
     const finish = await beginFingerprint(driver, name, storeNow);
     const facts = await readRepositoryFacts(driver, name, cache);
-    batch.push({ facts, fingerprint: finish?.(facts.tagLinks) });
-    rows += facts.manifests.length + facts.tags.length + facts.blobs.length;
+    const read = { facts, fingerprint: finish?.(facts.tagLinks) };
+    const size = facts.manifests.length + facts.tags.length + facts.blobs.length;
+    if (size > PART_ROWS) return writeInParts(read);
+    batch.push(read);
+    rows += size;
     if (batch.length < BATCH_REPOSITORIES && rows < BATCH_ROWS) return;
     const full = batch;
     batch = [];
@@ -118,4 +145,17 @@ export async function rebuildIndex(
   await index.dropUnlinkedBlobs();
   await index.setState(REBUILT_KEY, new Date((options.now ?? Date.now)()).toISOString());
   return summary;
+}
+
+/**
+ * the repository's rows made what `facts` hold, part after part (parts.ts); false when the
+ * request path wrote to it since `expectChanges` (the parts before stay: each holds rows storage
+ * held, and the repository is read again and written whole, part after part)
+ */
+async function replaceInParts(index: MetadataIndex, facts: StoredRepository, expectChanges: number, signal?: AbortSignal): Promise<boolean> {
+  for (const part of splitRepository(facts, facts.hasManifests, expectChanges, PART_ROWS)) {
+    signal?.throwIfAborted();
+    if ((await index.replaceRepositories([part])).length > 0) return false;
+  }
+  return true;
 }

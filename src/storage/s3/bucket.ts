@@ -111,6 +111,16 @@ export class Bucket {
     return { size: Number(res.headers['content-length'] ?? 0), modTime: lastModified(res) };
   }
 
+  /** the object's content and time in one GET (its Last-Modified: no HEAD), undefined when there is none */
+  async getTimed(path: string): Promise<{ content: Buffer; modTimeMs: number } | undefined> {
+    const what = `GetObject ${path}`;
+    const res = await this.http.send(what, 'GET', this.key(path));
+    if (res.status === 200) return { content: Buffer.from(await res.body.arrayBuffer()), modTimeMs: lastModified(res).getTime() };
+    const body = await res.body.text();
+    if (res.status === 404) return undefined;
+    throw failure(res, what, body);
+  }
+
   async getObject(path: string): Promise<Buffer> {
     const what = `GetObject ${path}`;
     const res = await this.http.send(what, 'GET', this.key(path));
