@@ -20,10 +20,9 @@
 import { randomUUID } from 'node:crypto';
 import { PathNotFoundError, unlessMissing, type FileInfo, type StorageDriver } from '../../storage/driver.js';
 import { digestOfHex, type Digest } from '../digest.js';
-import { forEachStoredBlob } from '../digest-dirs.js';
+import { storedBlobs } from '../digest-dirs.js';
 import * as layout from '../layout.js';
-import { READS, readGraph } from './graph.js';
-import { REPOSITORIES_AT_ONCE } from './index.js';
+import { readGraph } from './graph.js';
 import { markRepository } from './mark.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from './repositories.js';
@@ -31,6 +30,17 @@ import { readTouch, type TouchRecord } from './touch.js';
 import { collectUntagged } from './untagged.js';
 import { reindexLinking, reindexRepository } from '../indexing/reindex.js';
 import type { RepositorySink } from '../indexing/sink.js';
+
+/*
+ * How much a pass keeps in flight. Every unit is a chain of requests one after another (a
+ * repository's graph, a candidate blob's reads and move), so these bound the requests in flight:
+ * at most 16 repositories (each up to graph.ts's READS reads) while marking, then 32 blobs plus 16
+ * listings of blobs/ ahead while sweeping. On S3 the round trip, not the CPU, sets a pass's pace
+ * (docs/performance.md, "Online garbage collection at scale on S3").
+ */
+const REPOSITORIES_AT_ONCE = 16;
+const BLOBS_AT_ONCE = 32;
+const BLOB_LISTINGS_AHEAD = 16;
 
 export interface OnlineOptions {
   /** how long a blob's data or last use keeps it from being collected */
@@ -118,7 +128,7 @@ interface Pass {
 
 async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
-  await forEachStoredBlob(driver, (digest) => pass.marked.has(digest), READS, async (digest) => {
+  await forEach(storedBlobs(driver, (digest) => pass.marked.has(digest), BLOB_LISTINGS_AHEAD), BLOBS_AT_ONCE, async (digest) => {
     const info = await unlessMissing(driver.stat(layout.blobData(digest)));
     if (!info) return;
     const before = await readTouch(driver, digest);
@@ -150,7 +160,7 @@ async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> 
 /** the trash of earlier collections: deleted for good, or back under blobs/ when marked or used */
 async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
-  await forEach((await unlessMissing(driver.listNames(layout.GC_TRASH))) ?? [], READS, async (hex) => {
+  await forEach((await unlessMissing(driver.listNames(layout.GC_TRASH))) ?? [], BLOBS_AT_ONCE, async (hex) => {
     const digest = digestOfHex(hex);
     if (!digest) return; // not berth's
     const data = await unlessMissing(driver.stat(layout.gcTrashData(digest)));
