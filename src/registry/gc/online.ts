@@ -50,6 +50,8 @@ export interface OnlineOptions {
   /** also delete the manifests no tag reaches (untagged.ts) */
   deleteUntagged?: boolean;
   report?: (line: string) => void;
+  /** how far the pass got, as the offline collection's (the command collects V8's heap as it grows from here) */
+  progress?: (what: string, done: number) => void;
   now?: () => number;
   /** the metadata index, told of the repositories whose manifests or blob links this collection changed */
   index?: RepositorySink;
@@ -88,8 +90,8 @@ export async function collectOnline(driver: StorageDriver, options: OnlineOption
   const marked = new Set<string>();
   const untaggedPass = { spare: (_: Digest, link: FileInfo, touch: TouchRecord | undefined) => link.modTime.getTime() >= horizon || recent(touch), dryRun: options.dryRun };
   await forEach(repositoryNames(driver), REPOSITORIES_AT_ONCE, async (name) => {
-    summary.repositories++;
     const graph = await readGraph(driver, name);
+    options.progress?.('repositories marked', ++summary.repositories);
     if (!options.deleteUntagged) {
       markRepository(graph, false, marked, report);
       return;
@@ -107,8 +109,9 @@ export async function collectOnline(driver: StorageDriver, options: OnlineOption
   // blobs deleted from the trash for good: the `_layers` links to them stay, and the index counts
   // a link only to content that is there (in blobs/ or, still recoverable, in the trash: facts.ts)
   const purged = new Set<string>();
-  await emptyTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, purged });
-  await sweepIntoTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, purged });
+  const pass = { marked, horizon, recent, dryRun: options.dryRun, report, summary, purged, progress: options.progress ?? (() => {}) };
+  await emptyTrash(driver, pass);
+  await sweepIntoTrash(driver, pass);
   if (options.index && purged.size > 0) await reindexLinking(driver, options.index, purged);
   summary.durationMs = now() - started;
   return summary;
@@ -124,11 +127,14 @@ interface Pass {
   summary: OnlineSummary;
   /** digests whose content this collection deleted from the trash for good */
   purged: Set<string>;
+  progress: (what: string, done: number) => void;
 }
 
 async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
+  let lookedAt = 0;
   await forEach(storedBlobs(driver, (digest) => pass.marked.has(digest), BLOB_LISTINGS_AHEAD), BLOBS_AT_ONCE, async (digest) => {
+    pass.progress('unmarked blobs looked at', ++lookedAt);
     const info = await unlessMissing(driver.stat(layout.blobData(digest)));
     if (!info) return;
     const before = await readTouch(driver, digest);
@@ -160,7 +166,9 @@ async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> 
 /** the trash of earlier collections: deleted for good, or back under blobs/ when marked or used */
 async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
+  let lookedAt = 0;
   await forEach((await unlessMissing(driver.listNames(layout.GC_TRASH))) ?? [], BLOBS_AT_ONCE, async (hex) => {
+    pass.progress('trash entries looked at', ++lookedAt);
     const digest = digestOfHex(hex);
     if (!digest) return; // not berth's
     const data = await unlessMissing(driver.stat(layout.gcTrashData(digest)));
