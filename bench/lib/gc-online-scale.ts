@@ -14,6 +14,9 @@
  *   of the one before);
  * - Distribution: `docker-registry garbage-collect` (offline, its only mode).
  * "Above idle": the same command on a one-repository prefix gives the process's own footprint.
+ * BENCH_ONLINE_GC_BASE_CLI=<dist/cli.js of another berth build> collects the second copy with that
+ * build (both passes) instead of Distribution: a before/after of a change on the same data, in the
+ * same minutes.
  * BENCH_ONLINE_GC_LATENCY_MS=N makes the proxy wait N ms before forwarding each request: a store
  * farther away than 127.0.0.1, where the requests a collector keeps in flight decide its time.
  */
@@ -77,6 +80,9 @@ export interface OnlineGcRun {
   berth?: CommandRun;
   /** the next pass: the trash of the first deleted for good */
   berthSecond?: CommandRun;
+  /** BENCH_ONLINE_GC_BASE_CLI's build on the second copy, both passes (in place of Distribution) */
+  base?: CommandRun;
+  baseSecond?: CommandRun;
   distribution?: CommandRun;
   /** each command on a prefix of one repository: the fixed cost of a pass, and the RSS "idle" is taken from */
   baseline?: { berth: CommandFigures; distribution: CommandFigures };
@@ -102,6 +108,11 @@ export function onlineGcSizes(quick: boolean): number[] {
 /** BENCH_ONLINE_GC_LATENCY_MS: milliseconds the proxy waits before it forwards each request (a store farther away than 127.0.0.1) */
 export function addedLatencyMs(): number {
   return Number(process.env.BENCH_ONLINE_GC_LATENCY_MS ?? 0) || 0;
+}
+
+/** BENCH_ONLINE_GC_BASE_CLI: a second berth build that collects the second copy instead of Distribution */
+function baseCli(): string | undefined {
+  return process.env.BENCH_ONLINE_GC_BASE_CLI || undefined;
 }
 
 export async function measureOnlineGc(options: OnlineGcOptions): Promise<OnlineGcRun[]> {
@@ -144,18 +155,22 @@ async function measureSize(store: S3Store, proxy: CountingProxy, repositories: n
       distribution: await runCommand('distribution', store, proxy, idlePrefix('distribution'), options),
     });
     for (const who of ['berth', 'distribution'] as const) log(`${ONLINE_GC_ID} baseline (one repository) ${who}: ${describeRun({ ...idle[who], idleRssKiB: idle[who].peakRssKiB, blobsLeft: 0 })}`);
-    const measured = async (who: 'berth' | 'distribution', prefix: S3Prefix): Promise<CommandRun> => {
-      const result = await runCommand(who, store, proxy, prefix, options);
+    const measured = async (who: 'berth' | 'distribution', prefix: S3Prefix, cli = options.cli): Promise<CommandRun> => {
+      const result = await runCommand(who, store, proxy, prefix, { ...options, cli });
       const blobsLeft = await countBlobs(store, prefix);
       const commandRun = { ...result, idleRssKiB: idle[who].peakRssKiB, blobsLeft };
       log(`${ONLINE_GC_ID} ${repositories} ${who}: ${describeRun(commandRun)}; blobs left ${blobsLeft} (${repositories * KEPT} expected); said: ${result.said}`);
       return commandRun;
     };
+    const base = baseCli();
+    // the base build and this one alternate, on copies of the same data
     record.berth = await measured('berth', prefixes.berth);
+    if (base) record.base = await measured('berth', prefixes.distribution, base);
     // the trash is emptied of what was moved at least the delay (0) ago, on the store's whole-second clock
     await new Promise((resolve) => setTimeout(resolve, 1100));
     record.berthSecond = await measured('berth', prefixes.berth);
-    record.distribution = await measured('distribution', prefixes.distribution);
+    if (base) record.baseSecond = await measured('berth', prefixes.distribution, base);
+    else record.distribution = await measured('distribution', prefixes.distribution);
   } catch (err) {
     record.error = err instanceof Error ? err.message : String(err);
     log(`${ONLINE_GC_ID} ${repositories} FAILED: ${record.error}`);
@@ -417,6 +432,8 @@ export function renderOnlineGc(lines: string[], runs: OnlineGcRun[]): void {
     }
     row('berth, online pass', r.berth);
     row('berth, next pass (empties the trash)', r.berthSecond);
+    row('berth base build (BENCH_ONLINE_GC_BASE_CLI), online pass', r.base);
+    row('berth base build, next pass', r.baseSecond);
     row('Distribution, offline', r.distribution);
     lines.push(`| ${size} | data set | write ${f(r.writeSeconds, 0)} s | | | ${(2 * r.objects).toLocaleString('en')} PUT | | | ${r.objects.toLocaleString('en')} objects per copy, ${f(r.bytes / MiB, 0)} MiB of blobs | |`);
   }

@@ -90,7 +90,7 @@ async function collectBesideInstances(driver: StorageDriver, config: Config, arg
       `(what was unused for storage.maintenance.gc.delay, ${delayMs / 1000}s, goes to the trash, and a later run deletes it from there). ` +
       'With every registry stopped or read-only, run with storage.maintenance.readonly.enabled: true to delete at once.',
   );
-  const summary = await collectOnline(driver, { delayMs, dryRun: false, deleteUntagged: args.deleteUntagged, report: args.quiet ? undefined : (line) => console.log(line), index });
+  const summary = await collectOnline(driver, { delayMs, dryRun: false, deleteUntagged: args.deleteUntagged, report: args.quiet ? undefined : (line) => console.log(line), progress: collectingAsItGrows(() => {}), index });
   console.log(onlineLine(summary, false, args.deleteUntagged));
   return 0;
 }

@@ -48,3 +48,32 @@ export async function forEachStoredBlob(driver: StorageDriver, skip: (digest: Di
     });
   }
 }
+
+/**
+ * The digests under blobs/ that `skip` does not name, prefix directory by prefix directory, with
+ * the listings of the next `listingsAhead` directories started while one is handed out: a consumer
+ * that runs its own bounded pool of visits (online collection) keeps them busy across directories
+ * of a few candidates each, and the round trips of the listings overlap.
+ */
+export async function* storedBlobs(driver: StorageDriver, skip: (digest: Digest) => boolean, listingsAhead: number): AsyncGenerator<Digest> {
+  for (const algorithm of ALGORITHMS) {
+    const prefixes = (await unlessMissing(driver.listNames(layout.blobsDir(algorithm)))) ?? [];
+    const listed: (Promise<string[]> | undefined)[] = [];
+    const start = (i: number) => {
+      if (i >= prefixes.length) return;
+      listed[i] = unlessMissing(driver.listNames(layout.blobPrefixDir(algorithm, prefixes[i]))).then((names) => names ?? []);
+      // awaited in turn below; until then a failure must not count as unhandled
+      listed[i]!.catch(() => {});
+    };
+    for (let i = 0; i < listingsAhead; i++) start(i);
+    for (let i = 0; i < prefixes.length; i++) {
+      const names = await listed[i]!;
+      listed[i] = undefined;
+      start(i + listingsAhead);
+      for (const hex of names) {
+        const digest = digestOf(algorithm, hex);
+        if (digest !== undefined && !skip(digest)) yield digest;
+      }
+    }
+  }
+}

@@ -20,10 +20,9 @@
 import { randomUUID } from 'node:crypto';
 import { PathNotFoundError, unlessMissing, type FileInfo, type StorageDriver } from '../../storage/driver.js';
 import { digestOfHex, type Digest } from '../digest.js';
-import { forEachStoredBlob } from '../digest-dirs.js';
+import { storedBlobs } from '../digest-dirs.js';
 import * as layout from '../layout.js';
-import { READS, readGraph } from './graph.js';
-import { REPOSITORIES_AT_ONCE } from './index.js';
+import { readGraph } from './graph.js';
 import { markRepository } from './mark.js';
 import { forEach } from '../pool.js';
 import { repositoryNames } from './repositories.js';
@@ -31,6 +30,17 @@ import { readTouch, type TouchRecord } from './touch.js';
 import { collectUntagged } from './untagged.js';
 import { reindexLinking, reindexRepository } from '../indexing/reindex.js';
 import type { RepositorySink } from '../indexing/sink.js';
+
+/*
+ * How much a pass keeps in flight. Every unit is a chain of requests one after another (a
+ * repository's graph, a candidate blob's reads and move), so these bound the requests in flight:
+ * at most 16 repositories (each up to graph.ts's READS reads) while marking, then 32 blobs plus 16
+ * listings of blobs/ ahead while sweeping. On S3 the round trip, not the CPU, sets a pass's pace
+ * (docs/performance.md, "Online garbage collection at scale on S3").
+ */
+const REPOSITORIES_AT_ONCE = 16;
+const BLOBS_AT_ONCE = 32;
+const BLOB_LISTINGS_AHEAD = 16;
 
 export interface OnlineOptions {
   /** how long a blob's data or last use keeps it from being collected */
@@ -40,6 +50,8 @@ export interface OnlineOptions {
   /** also delete the manifests no tag reaches (untagged.ts) */
   deleteUntagged?: boolean;
   report?: (line: string) => void;
+  /** how far the pass got, as the offline collection's (the command collects V8's heap as it grows from here) */
+  progress?: (what: string, done: number) => void;
   now?: () => number;
   /** the metadata index, told of the repositories whose manifests or blob links this collection changed */
   index?: RepositorySink;
@@ -78,8 +90,8 @@ export async function collectOnline(driver: StorageDriver, options: OnlineOption
   const marked = new Set<string>();
   const untaggedPass = { spare: (_: Digest, link: FileInfo, touch: TouchRecord | undefined) => link.modTime.getTime() >= horizon || recent(touch), dryRun: options.dryRun };
   await forEach(repositoryNames(driver), REPOSITORIES_AT_ONCE, async (name) => {
-    summary.repositories++;
     const graph = await readGraph(driver, name);
+    options.progress?.('repositories marked', ++summary.repositories);
     if (!options.deleteUntagged) {
       markRepository(graph, false, marked, report);
       return;
@@ -97,8 +109,9 @@ export async function collectOnline(driver: StorageDriver, options: OnlineOption
   // blobs deleted from the trash for good: the `_layers` links to them stay, and the index counts
   // a link only to content that is there (in blobs/ or, still recoverable, in the trash: facts.ts)
   const purged = new Set<string>();
-  await emptyTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, purged });
-  await sweepIntoTrash(driver, { marked, horizon, recent, dryRun: options.dryRun, report, summary, purged });
+  const pass = { marked, horizon, recent, dryRun: options.dryRun, report, summary, purged, progress: options.progress ?? (() => {}) };
+  await emptyTrash(driver, pass);
+  await sweepIntoTrash(driver, pass);
   if (options.index && purged.size > 0) await reindexLinking(driver, options.index, purged);
   summary.durationMs = now() - started;
   return summary;
@@ -114,11 +127,14 @@ interface Pass {
   summary: OnlineSummary;
   /** digests whose content this collection deleted from the trash for good */
   purged: Set<string>;
+  progress: (what: string, done: number) => void;
 }
 
 async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
-  await forEachStoredBlob(driver, (digest) => pass.marked.has(digest), READS, async (digest) => {
+  let lookedAt = 0;
+  await forEach(storedBlobs(driver, (digest) => pass.marked.has(digest), BLOB_LISTINGS_AHEAD), BLOBS_AT_ONCE, async (digest) => {
+    pass.progress('unmarked blobs looked at', ++lookedAt);
     const info = await unlessMissing(driver.stat(layout.blobData(digest)));
     if (!info) return;
     const before = await readTouch(driver, digest);
@@ -150,7 +166,9 @@ async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> 
 /** the trash of earlier collections: deleted for good, or back under blobs/ when marked or used */
 async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
-  await forEach((await unlessMissing(driver.listNames(layout.GC_TRASH))) ?? [], READS, async (hex) => {
+  let lookedAt = 0;
+  await forEach((await unlessMissing(driver.listNames(layout.GC_TRASH))) ?? [], BLOBS_AT_ONCE, async (hex) => {
+    pass.progress('trash entries looked at', ++lookedAt);
     const digest = digestOfHex(hex);
     if (!digest) return; // not berth's
     const data = await unlessMissing(driver.stat(layout.gcTrashData(digest)));

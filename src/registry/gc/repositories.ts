@@ -6,12 +6,37 @@
 import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import { REPOSITORIES } from '../layout.js';
 
+/**
+ * listings of the next directories started while the walk is in one: without them a walk of a
+ * thousand repositories on S3 waits on a thousand round trips one after another (per level of
+ * nesting, so a walk keeps at most this many per level in flight)
+ */
+const LISTINGS_AHEAD = 8;
+
 export async function* repositoryNames(driver: StorageDriver, prefix = ''): AsyncGenerator<string> {
-  const dir = prefix === '' ? REPOSITORIES : `${REPOSITORIES}/${prefix}`;
-  const names = (await unlessMissing(driver.listNames(dir))) ?? [];
+  yield* walk(driver, prefix, await listing(driver, prefix));
+}
+
+async function* walk(driver: StorageDriver, prefix: string, names: string[]): AsyncGenerator<string> {
   if (prefix !== '' && (names.includes('_manifests') || names.includes('_layers'))) yield prefix;
-  for (const name of names) {
-    // `_manifests`, `_layers` and `_uploads` are a repository's own; nested names never start with '_'
-    if (!name.startsWith('_')) yield* repositoryNames(driver, prefix === '' ? name : `${prefix}/${name}`);
+  // `_manifests`, `_layers` and `_uploads` are a repository's own; nested names never start with '_'
+  const children = names.filter((name) => !name.startsWith('_')).map((name) => (prefix === '' ? name : `${prefix}/${name}`));
+  const listed: (Promise<string[]> | undefined)[] = [];
+  const start = (i: number) => {
+    if (i >= children.length) return;
+    listed[i] = listing(driver, children[i]);
+    // awaited in turn below; until then a failure must not count as unhandled
+    listed[i]!.catch(() => {});
+  };
+  for (let i = 0; i < LISTINGS_AHEAD; i++) start(i);
+  for (let i = 0; i < children.length; i++) {
+    const childNames = await listed[i]!;
+    listed[i] = undefined;
+    start(i + LISTINGS_AHEAD);
+    yield* walk(driver, children[i], childNames);
   }
+}
+
+async function listing(driver: StorageDriver, prefix: string): Promise<string[]> {
+  return (await unlessMissing(driver.listNames(prefix === '' ? REPOSITORIES : `${REPOSITORIES}/${prefix}`))) ?? [];
 }

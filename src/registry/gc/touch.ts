@@ -19,10 +19,19 @@ export interface TouchRecord {
   modTime: Date;
 }
 
-/** a blob's last recorded use, or undefined */
+/**
+ * a blob's last recorded use, or undefined. The content first, and its time only when there is a
+ * record: most blobs a collection looks at have none, and on S3 a read of a missing object is one
+ * request where a `stat` of one costs three (it checks for a pending upload and a directory). A
+ * record rewritten between the two reads pairs the older token with the newer time: the newer time
+ * only spares more, and the rewrite came after the read of the token, so the request that made it
+ * checks the content after that and sees what the collector did (online.ts).
+ */
 export async function readTouch(driver: StorageDriver, digest: Digest): Promise<TouchRecord | undefined> {
-  const [content, info] = await Promise.all([unlessMissing(driver.getContent(layout.gcTouch(digest))), unlessMissing(driver.stat(layout.gcTouch(digest)))]);
-  return content && info ? { token: content.toString(), modTime: info.modTime } : undefined;
+  const content = await unlessMissing(driver.getContent(layout.gcTouch(digest)));
+  if (!content) return undefined;
+  const info = await unlessMissing(driver.stat(layout.gcTouch(digest)));
+  return info ? { token: content.toString(), modTime: info.modTime } : undefined;
 }
 
 export class TouchingGuard implements BlobGuard {
