@@ -12,7 +12,13 @@
  * with Atomics.notify. A postMessage per slot and its reply cost the main thread a serialisation, a
  * wakeup and an event each way (7% of a cold mirror pull's main thread, docs/performance.md); the
  * ring costs a store and a notify, and the main thread waits (Atomics.waitAsync) only when the
- * thread is behind by every slot. Only a digest comes back as a message. The worker takes the
+ * thread is behind by every slot. Only a digest comes back as a message.
+ *
+ * The thread hashes faster than the main thread copies, so it is asleep whenever a slot arrives, and
+ * each wakeup (a futex, and on a busy machine the main thread losing its core to the woken thread)
+ * was the handoff's cost, not the store. So updates wake it only once WAKE_AT slots wait (a
+ * digest, a drop, or a caller that needs a free slot wakes it at once), and only when it sleeps
+ * (it says so in a control word): a quarter of the wakeups per byte. The worker takes the
  * descriptors in order, so a digest submitted after the last update covers every byte. The worker
  * is started on first use and ended once no hash has been live for IDLE_MS (its isolate costs
  * several MiB of RSS).
@@ -20,13 +26,17 @@
 import { Worker } from 'node:worker_threads';
 
 const SLOT = 1 << 20;
-const SLOTS = 4;
+const SLOTS = 8;
+/** updates wake the sleeping thread once this many slots wait to be hashed */
+const WAKE_AT = 4;
 const IDLE_MS = 5_000;
 /** the counters wrap here (a multiple of SLOTS, so a count's slot stays count % SLOTS) */
 const WRAP = 1 << 30;
-/** control words: descriptors submitted, descriptors done; then a descriptor of DESCRIPTOR words per slot */
+/** control words: descriptors submitted, descriptors done, the thread sleeps (1) or not; then a descriptor of DESCRIPTOR words per slot */
 const SUBMITTED = 0;
 const CONSUMED = 1;
+const SLEEPING = 2;
+const HEADER = 3;
 const DESCRIPTOR = 4;
 const UPDATE = 1;
 const DIGEST = 2;
@@ -49,9 +59,14 @@ const data = new Uint8Array(workerData.data);
 const control = new Int32Array(workerData.control);
 const hashes = new Map();
 for (let next = 0; ; next = (next + 1) % wrap) {
-  while (Atomics.load(control, ${SUBMITTED}) === next) Atomics.wait(control, ${SUBMITTED}, next);
+  if (Atomics.load(control, ${SUBMITTED}) === next) {
+    // said before the last look, so a submitter either sees it (and wakes us) or we see its descriptor
+    Atomics.store(control, ${SLEEPING}, 1);
+    while (Atomics.load(control, ${SUBMITTED}) === next) Atomics.wait(control, ${SUBMITTED}, next);
+    Atomics.store(control, ${SLEEPING}, 0);
+  }
   const at = next % slots;
-  const d = 2 + at * ${DESCRIPTOR};
+  const d = ${HEADER} + at * ${DESCRIPTOR};
   const op = control[d], id = control[d + 1], algorithm = algorithms[control[d + 2]], length = control[d + 3];
   if (op === ${UPDATE}) {
     let hash = hashes.get(id);
@@ -167,26 +182,32 @@ class HashThread {
   /** resolves once the worker took another descriptor (or after RECHECK_MS, to look again whether it still runs) */
   private async progress(): Promise<void> {
     const control = this.control!;
+    this.wake(); // what waits may be below WAKE_AT
     const wait = waitAsync(control, CONSUMED, Atomics.load(control, CONSUMED), RECHECK_MS);
     if (wait.async) await wait.value;
   }
 
   private submit(op: number, id: number, algorithm: number, length: number): void {
     const control = this.control!;
-    const d = 2 + (this.submitted % SLOTS) * DESCRIPTOR;
+    const d = HEADER + (this.submitted % SLOTS) * DESCRIPTOR;
     control[d] = op;
     control[d + 1] = id;
     control[d + 2] = algorithm;
     control[d + 3] = length;
     this.submitted = (this.submitted + 1) % WRAP;
     Atomics.store(control, SUBMITTED, this.submitted);
-    Atomics.notify(control, SUBMITTED);
+    if (op !== UPDATE || (this.submitted - Atomics.load(control, CONSUMED) + WRAP) % WRAP >= WAKE_AT) this.wake();
+  }
+
+  /** wakes the thread if it sleeps */
+  private wake(): void {
+    if (Atomics.load(this.control!, SLEEPING) === 1) Atomics.notify(this.control!, SUBMITTED);
   }
 
   private start(): void {
     if (this.worker) return;
     const data = new SharedArrayBuffer(SLOT * SLOTS);
-    const control = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT * (2 + SLOTS * DESCRIPTOR));
+    const control = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT * (HEADER + SLOTS * DESCRIPTOR));
     this.data = new Uint8Array(data);
     this.control = new Int32Array(control);
     this.submitted = 0;
