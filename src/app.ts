@@ -13,7 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { createAuth } from './auth/index.js';
 import { bannerFields, exposureWarning } from './banner.js';
-import { ConfigError } from './config/load.js';
+import { ConfigError } from './config/errors.js';
 import { readTLS } from './config/named-files.js';
 import type { Config } from './config/schema.js';
 import { FEATURES } from './features/index.js';

@@ -2,7 +2,7 @@
 /** The `berth` command: serve, config check|schema, garbage-collect, verify, index rebuild, uploads purge, replicate, token, audit export (one file each in src/cli/). Exit codes: 0 done, 1 failed, 2 bad usage. */
 import { compileFully } from './runtime/startup-heap.js'; // first: it holds the young generation and the compilers while the others load
 import { paceShortLivedBuffers } from './runtime/gc-pacing.js';
-import { ConfigError } from './config/load.js';
+import { ConfigError } from './config/errors.js';
 import { StorageError } from './storage/driver.js';
 import { VERSION } from './version.js';
 import { COMMANDS, USAGE } from './cli/usage.js';

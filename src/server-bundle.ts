@@ -22,7 +22,9 @@ export async function bundleServer(compiledCli: string, outdir: string): Promise
   const { build } = await import('esbuild');
   await rm(outdir, { recursive: true, force: true });
   await build({
-    entryPoints: [compiledCli],
+    // the configuration loader (config/load-isolated.ts, a child process) beside cli.js and the chunks
+    entryPoints: [compiledCli, join(dirname(compiledCli), 'config/load-worker.js')],
+    entryNames: '[name]',
     bundle: true,
     splitting: true,
     // whitespace and syntax only: names stay readable in stack traces and CPU profiles (full

@@ -1,12 +1,13 @@
 /** `berth serve [CONFIG.yml]`: the registry, in this process or in several workers (src/workers/). */
 import { compileFully, servingStarted } from '../runtime/startup-heap.js';
-import { loadConfig } from '../config/load.js';
+import { loadConfigIsolated } from '../config/load-isolated.js';
+import { checkNamedFiles } from '../config/named-files.js';
 import { createLogger } from '../log.js';
-import { checkNamedFiles } from './config.js';
 import { workerIndex } from '../workers/index.js';
 
 export async function serve(file: string | undefined): Promise<number> {
-  const { config, source, warnings } = await loadConfig(file);
+  // validated in a short-lived process of its own: zod and the schema never load into the serving isolate
+  const { config, source, warnings } = await loadConfigIsolated(file);
   const index = workerIndex();
   // before anything is written (the storage root, the upload secret); workers: their primary checked
   if (index === undefined) await checkNamedFiles(config, source);

@@ -1,5 +1,5 @@
 /** The storage a maintenance command works on. */
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/errors.js';
 import type { Config } from '../config/schema.js';
 import { configuredDriver } from '../features/storage.js';
 import { createLogger } from '../log.js';

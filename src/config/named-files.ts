@@ -13,6 +13,7 @@ import { createSecureContext } from 'node:tls';
 import { pino } from 'pino';
 import { createAuth } from '../auth/index.js';
 import type { TLSOptions } from '../http/server.js';
+import { ConfigError } from './errors.js';
 import type { Config } from './schema.js';
 
 /** http.tls: the files read at start-up (a missing file stops start-up with its key and path) */
@@ -107,4 +108,10 @@ function checkRoot(root: string): void {
     }
     return;
   }
+}
+
+/** the files the configuration names (htpasswd, keys, certificates): every problem at once, as a configuration error */
+export async function checkNamedFiles(config: Config, source: string): Promise<void> {
+  const problems = await namedFileProblems(config);
+  if (problems.length > 0) throw new ConfigError(problems, source);
 }

@@ -41,11 +41,10 @@ function youngSize(): number {
 /** the registry serves: the young generation may grow, to YOUNG_CAP */
 export function servingStarted(): void {
   compileFully();
-  let factor = 0;
-  const hold = () => {
-    const next = youngSize() * DEFAULT_GROWTH <= YOUNG_CAP ? DEFAULT_GROWTH : 1;
-    if (next !== factor) setFlagsFromString(`--semi-space-growth-factor=${(factor = next)}`);
-  };
+  // set after every collection, not only when it changes: a worker thread's start (the filesystem
+  // driver's small-files threads, the proxy's hashing thread) sets V8's flags back to the command
+  // line's, and the young generation then grew to 2 × 16 MiB during the start-up index build
+  const hold = () => setFlagsFromString(`--semi-space-growth-factor=${youngSize() * DEFAULT_GROWTH <= YOUNG_CAP ? DEFAULT_GROWTH : 1}`);
   hold();
   new PerformanceObserver(hold).observe({ entryTypes: ['gc'] });
 }

@@ -34,8 +34,12 @@ after(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
 
-/** starts `berth serve` with `config`, answers GET /v2/, and returns the URLs its loader resolved */
+/** starts `berth serve` with `config`, answers GET /v2/, and returns the URLs its loader resolved (and its children's: `<pid> <url>` a line) */
 async function modulesLoadedBy(config: Overrides): Promise<string[]> {
+  return (await importsOf(config)).lines;
+}
+
+async function importsOf(config: Overrides): Promise<{ lines: string[]; pid: number }> {
   const dir = await mkdtemp(join(tmpdir(), 'berth-imports-'));
   dirs.push(dir);
   const log = join(dir, 'imports.log');
@@ -46,12 +50,23 @@ async function modulesLoadedBy(config: Overrides): Promise<string[]> {
   } finally {
     await berth.stop();
   }
-  return (await readFile(log, 'utf8')).split('\n').filter((line) => line !== '');
+  return { lines: (await readFile(log, 'utf8')).split('\n').filter((line) => line !== ''), pid: berth.pid };
 }
 
 const loaded = (urls: string[], path: string) => urls.some((url) => url.includes(path));
 
 describe('modules loaded by configuration', () => {
+  it('serving does not load yaml, zod or the configuration schema: a short-lived child process validates the configuration', async () => {
+    const { lines, pid } = await importsOf({});
+    const own = lines.filter((line) => line.startsWith(`${pid} `));
+    const children = lines.filter((line) => !line.startsWith(`${pid} `));
+    assert.ok(loaded(own, '/src/app.ts'), `recorded:\n${lines.join('\n')}`);
+    for (const path of ['/node_modules/zod/', '/node_modules/yaml/', '/src/config/schema.ts']) {
+      assert.ok(!loaded(own, path), `the serving process loaded ${path}`);
+      assert.ok(loaded(children, path), `the configuration's child process did not load ${path}`);
+    }
+  });
+
   it('serving from the filesystem loads neither the AWS SDK nor ioredis nor prom-client', async () => {
     const urls = await modulesLoadedBy({});
     // the recorder saw the application
