@@ -42,7 +42,7 @@ function wanted(services: Services, action: EventAction): boolean {
   return services.events.active || (services.audit !== undefined && action !== 'pull');
 }
 
-/** what push and pull targets of manifests and blobs share: the descriptor, the repository and the URL */
+/** what push and pull targets of manifests and blobs share: the descriptor, the repository and, for endpoints, the URL */
 function contentTarget(req: FastifyRequest, services: Services, kind: 'manifests' | 'blobs', c: { name: string; digest: string; mediaType: string; size: number }): EventTarget {
   const target: EventTarget = { mediaType: c.mediaType, digest: c.digest, size: c.size, length: c.size, repository: c.name };
   // only endpoints get the URL (the audit record names the repository and the digest): with none,
