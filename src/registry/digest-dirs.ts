@@ -6,7 +6,7 @@
 import { unlessMissing, type StorageDriver } from '../storage/driver.js';
 import { ALGORITHMS, digestOf, isAlgorithm, type Algorithm, type Digest } from './digest.js';
 import * as layout from './layout.js';
-import { forEach } from './pool.js';
+import { forEach, inOrderAhead } from './pool.js';
 
 export interface DigestListing {
   digests: Digest[];
@@ -58,18 +58,8 @@ export async function forEachStoredBlob(driver: StorageDriver, skip: (digest: Di
 export async function* storedBlobs(driver: StorageDriver, skip: (digest: Digest) => boolean, listingsAhead: number): AsyncGenerator<Digest> {
   for (const algorithm of ALGORITHMS) {
     const prefixes = (await unlessMissing(driver.listNames(layout.blobsDir(algorithm)))) ?? [];
-    const listed: (Promise<string[]> | undefined)[] = [];
-    const start = (i: number) => {
-      if (i >= prefixes.length) return;
-      listed[i] = unlessMissing(driver.listNames(layout.blobPrefixDir(algorithm, prefixes[i]))).then((names) => names ?? []);
-      // awaited in turn below; until then a failure must not count as unhandled
-      listed[i]!.catch(() => {});
-    };
-    for (let i = 0; i < listingsAhead; i++) start(i);
-    for (let i = 0; i < prefixes.length; i++) {
-      const names = await listed[i]!;
-      listed[i] = undefined;
-      start(i + listingsAhead);
+    const listings = inOrderAhead(prefixes, listingsAhead, async (prefix) => (await unlessMissing(driver.listNames(layout.blobPrefixDir(algorithm, prefix)))) ?? []);
+    for await (const names of listings) {
       for (const hex of names) {
         const digest = digestOf(algorithm, hex);
         if (digest !== undefined && !skip(digest)) yield digest;

@@ -25,3 +25,25 @@ export async function mapLimited<T, R>(items: readonly T[], limit: number, work:
   });
   return results;
 }
+
+/**
+ * `work` of every item, handed out in the items' order as each is awaited, with the calls of the
+ * next `ahead` items already started: a walk that must go in order still overlaps its round trips
+ * (listings of the next directories while one is consumed)
+ */
+export async function* inOrderAhead<T, R>(items: readonly T[], ahead: number, work: (item: T) => Promise<R>): AsyncGenerator<R> {
+  const started: (Promise<R> | undefined)[] = [];
+  const start = (i: number) => {
+    if (i >= items.length) return;
+    started[i] = work(items[i]);
+    // awaited in turn below; until then a failure must not count as unhandled
+    started[i]!.catch(() => {});
+  };
+  for (let i = 0; i < ahead; i++) start(i);
+  for (let i = 0; i < items.length; i++) {
+    const result = await started[i]!;
+    started[i] = undefined;
+    start(i + ahead);
+    yield result;
+  }
+}

@@ -5,6 +5,7 @@
  */
 import { unlessMissing, type StorageDriver } from '../../storage/driver.js';
 import { REPOSITORIES } from '../layout.js';
+import { inOrderAhead } from '../pool.js';
 
 /**
  * listings of the next directories started while the walk is in one: without them a walk of a
@@ -21,20 +22,8 @@ async function* walk(driver: StorageDriver, prefix: string, names: string[]): As
   if (prefix !== '' && (names.includes('_manifests') || names.includes('_layers'))) yield prefix;
   // `_manifests`, `_layers` and `_uploads` are a repository's own; nested names never start with '_'
   const children = names.filter((name) => !name.startsWith('_')).map((name) => (prefix === '' ? name : `${prefix}/${name}`));
-  const listed: (Promise<string[]> | undefined)[] = [];
-  const start = (i: number) => {
-    if (i >= children.length) return;
-    listed[i] = listing(driver, children[i]);
-    // awaited in turn below; until then a failure must not count as unhandled
-    listed[i]!.catch(() => {});
-  };
-  for (let i = 0; i < LISTINGS_AHEAD; i++) start(i);
-  for (let i = 0; i < children.length; i++) {
-    const childNames = await listed[i]!;
-    listed[i] = undefined;
-    start(i + LISTINGS_AHEAD);
-    yield* walk(driver, children[i], childNames);
-  }
+  const listings = inOrderAhead(children, LISTINGS_AHEAD, async (child) => ({ child, names: await listing(driver, child) }));
+  for await (const { child, names: childNames } of listings) yield* walk(driver, child, childNames);
 }
 
 async function listing(driver: StorageDriver, prefix: string): Promise<string[]> {
