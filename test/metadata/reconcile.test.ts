@@ -113,6 +113,27 @@ describe('the reconciler', () => {
     assert.ok(rests[0] >= 0);
   });
 
+  it('reads a repository whose directories settle while it is read in one pass (its fingerprints taken the same way before and after)', async () => {
+    const root = await mkdtemp(join(dir, 'settling-'));
+    const hex = createHash('sha256').update('settling').digest('hex');
+    await mkdir(join(root, `${REPOS}/settling/app/_layers/sha256/${hex}`), { recursive: true });
+    await writeFile(join(root, `${REPOS}/settling/app/_layers/sha256/${hex}/link`), `sha256:${hex}`);
+    // directories vouched for 150 ms after their last change; the read of the repository takes longer
+    class SlowReads extends FilesystemDriver {
+      override async readSmallFiles(paths: readonly string[]) {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return super.readSmallFiles(paths);
+      }
+    }
+    const driver = new SlowReads({ rootdirectory: root, settleMs: 150 });
+    const index = await freshIndex(root);
+    const summary = await reconcileIndex(driver, index, { storeNow: settled });
+    const left = await differences(driver, index);
+    await driver.close();
+    assert.deepEqual({ read: summary.read, deferred: summary.deferred }, { read: 1, deferred: 0 });
+    assert.deepEqual(left, []);
+  });
+
   it('does not undo a write of the request path that lands between its read of storage and its write of the rows', async () => {
     const registry = await startBerth({ metadata: { enabled: false } });
     registries.push(registry);

@@ -49,6 +49,17 @@ export async function fingerprint(driver: StorageDriver, name: string, storeNow:
 }
 
 /**
+ * the fingerprint taken again after the repository was read, the way `before` was taken: a walk
+ * (directories too freshly changed to be vouched for) is compared with a walk, since once they
+ * settle the directory tokens give another version with no write in between, and the read would
+ * be left to the next pass for nothing (the more likely the longer the read: a batch's
+ * fingerprints are all taken before its first repository is read)
+ */
+export async function fingerprintAgain(driver: StorageDriver, name: string, before: Fingerprint, storeNow: () => number): Promise<Fingerprint> {
+  return before.version.startsWith('w:') ? byWalk(driver, name, storeNow() - SETTLE_MS) : fingerprint(driver, name, storeNow);
+}
+
+/**
  * fingerprint() of many repositories, in order (the reconciler's batch). On a driver with
  * inspectDirectories (the filesystem), all of them in one call: one message to its worker threads
  * instead of about ten fs calls per repository through libuv's pool, which a request's own fs

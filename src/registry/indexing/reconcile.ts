@@ -30,7 +30,7 @@ import { repositoryNames } from '../gc/repositories.js';
 import { forEach, mapLimited } from '../pool.js';
 import { sharedPass } from '../shared-schedule.js';
 import { readRepositoryFacts } from './facts.js';
-import { fingerprint, fingerprints, keepFingerprint, stillKept, type Fingerprint } from './fingerprint.js';
+import { fingerprint, fingerprintAgain, fingerprints, keepFingerprint, stillKept, type Fingerprint } from './fingerprint.js';
 import { inStorage } from './reindex.js';
 import { compareRepository } from './verify-index.js';
 
@@ -96,7 +96,7 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
       const facts = await readRepositoryFacts(driver, name);
       // a write landed while the repository was read: what was read may be older than what that
       // write told the index; the next pass reads it again
-      if ((await fingerprint(driver, name, storeNow)).version !== before.version) {
+      if ((await fingerprintAgain(driver, name, before, storeNow)).version !== before.version) {
         await versions.forget(name);
         summary.deferred++;
         return;
