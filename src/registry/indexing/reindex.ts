@@ -17,11 +17,22 @@ import type { RepositorySink } from './sink.js';
 /** reads of a repository written to by requests meanwhile, before the pass gives up on it (the reconciler takes it later) */
 const REINDEX_ATTEMPTS = 3;
 
-export async function reindexRepository(driver: StorageDriver, index: RepositorySink, name: string): Promise<'replaced' | 'dropped'> {
+/**
+ * 'left': requests wrote to it during each of REINDEX_ATTEMPTS reads. The pass goes on without it:
+ * each of those writes told the index, and the reconciler reads the repository at its next pass
+ * (its storage changed, so its fingerprint did); a retention, expiry or collection pass failing
+ * because pushes kept arriving would leave the rest of its work undone.
+ */
+export async function reindexRepository(driver: StorageDriver, index: RepositorySink, name: string): Promise<'replaced' | 'dropped' | 'left'> {
   const changes = await index.changesOf(name);
   // refused: a request wrote to it since, so storage has it again
   if (!(await inStorage(driver, name)) && (await index.dropRepository(name, changes))) return 'dropped';
-  await replaceFromStorage(driver, index, name, { attempts: REINDEX_ATTEMPTS });
+  try {
+    await replaceFromStorage(driver, index, name, { attempts: REINDEX_ATTEMPTS });
+  } catch (err) {
+    if (err instanceof RepositoryChangedError) return 'left';
+    throw err;
+  }
   return 'replaced';
 }
 
