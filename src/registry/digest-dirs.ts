@@ -35,18 +35,12 @@ export async function listDigests(driver: StorageDriver, dirOf: (algorithm: Algo
 }
 
 /**
- * Calls `visit` for every digest under blobs/ that `skip` does not name (a few of the prefix
- * directories at a time, each with `reads` visits in flight). A directory is named, not checked:
- * the visitor stats its data.
+ * Calls `visit` for every digest under blobs/ that `skip` does not name (storedBlobs, with the
+ * listings of 4 prefix directories in flight and 4 × `reads` visits). A directory is named, not
+ * checked: the visitor stats its data.
  */
 export async function forEachStoredBlob(driver: StorageDriver, skip: (digest: Digest) => boolean, reads: number, visit: (digest: Digest) => Promise<void>): Promise<void> {
-  for (const algorithm of ALGORITHMS) {
-    await forEach((await unlessMissing(driver.listNames(layout.blobsDir(algorithm)))) ?? [], 4, async (prefix) => {
-      const names = (await unlessMissing(driver.listNames(layout.blobPrefixDir(algorithm, prefix)))) ?? [];
-      const digests = names.map((hex) => digestOf(algorithm, hex)).filter((d): d is Digest => d !== undefined && !skip(d));
-      await forEach(digests, reads, visit);
-    });
-  }
+  await forEach(storedBlobs(driver, skip, 4), 4 * reads, visit);
 }
 
 /**
