@@ -10,8 +10,9 @@
  * 15% of a cold mirror pull's main thread, docs/performance.md). Per client this holds what the
  * PassThrough it replaces did: one batch in the socket.
  *
- * Read any other way (for await, or piped after it was read), it is an ordinary Readable of the
- * same chunks, with the back-pressure of its high-water mark.
+ * Read any other way (for await, or piped after it was read), it is an ordinary Readable of copies
+ * of the chunks, with the back-pressure of its high-water mark: the fetch reads into a batch's
+ * buffer again once send() resolved (blob-get.ts), and a reader may keep what it read.
  */
 import { Readable, type Writable } from 'node:stream';
 
@@ -38,14 +39,14 @@ export class BatchReader extends Readable {
     return dest;
   }
 
-  /** hands the client `chunks`; resolves once it can take more (or went away) */
+  /** hands the client `chunks`; resolves once it can take more (or went away), and nothing of it holds `chunks` any more */
   send(chunks: readonly Buffer[]): Promise<void> {
     if (this.destroyed || chunks.length === 0) return Promise.resolve();
     const wanted = new Promise<void>((resolve) => (this.wanted = resolve));
     const dest = this.dest;
     if (!dest) {
       let open = true;
-      for (const chunk of chunks) open = this.push(chunk);
+      for (const chunk of chunks) open = this.push(Buffer.from(chunk));
       if (open) this.wanted!();
       return wanted;
     }

@@ -26,17 +26,19 @@ import { digestAlgorithm, type Digest } from '../registry/digest.js';
 import { RegistryError } from '../registry/errors.js';
 import type { UploadSessions } from '../registry/uploads.js';
 import { BatchReader } from './batch-reader.js';
+import { BLOB_BATCH, BlobBody } from './blob-get.js';
 import { describe, rethrowUpstream, UpstreamError } from './errors.js';
 import type { ProxyStats } from './stats.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
 
 /**
- * The upstream's body arrives in pieces of at most 64 KiB. The readers get them in batches of this
- * size, written in one go (src/proxy/batch-reader.ts: one corked writev per batch, without copying
- * them into one Buffer first); the upload writes them to the file in batches of this size too (one
- * writev each; bench proxy-cold-big).
+ * The upstream's body arrives in batches of this size, each one Buffer read into again once
+ * nothing holds it (blob-get.ts). The readers get one batch at a time, written in one go
+ * (src/proxy/batch-reader.ts); the upload writes one batch per file write (bench proxy-cold-big).
+ * A body that came through undici instead (blob-get.ts reads only the common answer) arrives in
+ * pieces of at most 64 KiB, gathered into batches of this size without copying them.
  */
-const BATCH = 1024 * 1024;
+const BATCH = BLOB_BATCH;
 /** the sizes upstream HEADs told clients, remembered for this many digests (the oldest forgotten first) */
 const TOLD_SIZES = 10_000;
 
@@ -176,6 +178,7 @@ class BlobFetch {
       timeoutMs: this.options.fetchTimeoutMs,
       signal: this.abort.signal,
       followRedirects: true,
+      ownBuffers: true,
     });
     if (res.status === 404) {
       res.cancel();
@@ -198,7 +201,8 @@ class BlobFetch {
     const algorithm = digestAlgorithm(this.digest);
     const upload = await this.uploads.start(this.name, algorithm);
     try {
-      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm, undefined, BATCH, true);
+      const reused = res.body instanceof BlobBody;
+      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm, undefined, BATCH, { hashOffThread: true, reusedBuffers: reused });
     } catch (err) {
       this.settled = true;
       this.abort.abort();
@@ -220,24 +224,33 @@ class BlobFetch {
   }
 
   /**
-   * the upstream's body for the upload as it arrives, chunk by chunk (the upload gathers them into
-   * its writes and hashes them there: no copy); the readers get the same chunks in batches of about
-   * BATCH bytes, each once the next one is complete (the last one once the digest checked out)
+   * the upstream's body for the upload as it arrives, batch by batch (or chunk by chunk through
+   * undici: the upload gathers them into its writes); the upload writes and hashes them, and the
+   * readers get the same batches, each once the next one is complete (the last one once the digest
+   * checked out). A batch of the body's own buffers goes back to it once both are done with it:
+   * the upload has written and hashed it when it asks for the next one, the readers when handOn
+   * resolved.
    */
   private async *body(res: UpstreamResponse): AsyncGenerator<Buffer> {
     const idle = setTimeout(() => this.abort.abort(), this.options.idleTimeoutMs);
+    const own = res.body instanceof BlobBody ? res.body : undefined;
     let batch: Buffer[] = [];
     let batchBytes = 0;
     let left = this.size;
     const handOnPrevious = async () => {
-      if (this.held) await this.handOn(this.held);
+      const previous = this.held;
+      if (previous) {
+        await this.handOn(previous);
+        if (own) for (const buffer of previous) own.release(buffer);
+      }
       this.held = batch;
       batch = [];
       batchBytes = 0;
     };
+    if (own) own.onBytes = () => idle.refresh();
     try {
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        idle.refresh();
+      for await (const chunk of own ? own.batches() : (res.body as AsyncIterable<Buffer>)) {
+        if (!own) idle.refresh();
         const piece = chunk.byteLength <= left ? chunk : chunk.subarray(0, left);
         left -= piece.byteLength;
         batch.push(piece);

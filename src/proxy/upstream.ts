@@ -14,9 +14,10 @@
  * the Authorization header unless they stay on the upstream's origin.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { request as send } from 'undici';
+import { getBlob } from './blob-get.js';
 import { parseChallenge, type Challenge } from './challenge.js';
 import { AllowedHosts, knownRedirectHosts } from './hosts.js';
 import { describe, UpstreamError, UpstreamRefusedError, UpstreamUnavailableError } from './errors.js';
@@ -56,6 +57,11 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
   /** a blob body: redirects to allowed hosts are followed (a CDN); any other request's redirect is a refusal */
   followRedirects?: boolean;
+  /**
+   * a GET of a whole blob's body (the cache's fetch): read over a connection of berth's own into
+   * buffers the fetch reuses (blob-get.ts; the body is then a BlobBody); undici otherwise
+   */
+  ownBuffers?: boolean;
 }
 
 /** the upstream's answer: its status, headers and body (a Node stream) */
@@ -176,7 +182,7 @@ export class Upstream {
       // the credentials stay on the upstream's origin
       const headers: Record<string, string> = { 'user-agent': 'berth-pull-through-cache', ...req.headers };
       if (authorization && target.origin === new URL(this.base).origin) headers.authorization = authorization;
-      res = await this.fetch(target, req.method, headers, req.timeoutMs, req.signal, `${req.method} of a redirected blob`);
+      res = await this.fetch(target, req.method, headers, req.timeoutMs, req.signal, `${req.method} of a redirected blob`, undefined, req.ownBuffers);
       if (!res.ok && res.status !== 404 && !REDIRECT_STATUSES.has(res.status)) {
         // not the upstream's own refusal (no credentials to fix): only the status is told, never the body
         res.cancel();
@@ -281,7 +287,7 @@ export class Upstream {
   private send(req: UpstreamRequest, authorization: string | undefined): Promise<UpstreamResponse> {
     const headers: Record<string, string> = { 'user-agent': 'berth-pull-through-cache', ...req.headers };
     if (authorization) headers.authorization = authorization;
-    return this.fetch(new URL(req.path, this.base), req.method, headers, req.timeoutMs, req.signal, `${req.method} ${req.path}`, req.body?.());
+    return this.fetch(new URL(req.path, this.base), req.method, headers, req.timeoutMs, req.signal, `${req.method} ${req.path}`, req.body?.(), req.ownBuffers);
   }
 
   /** the upstream's base URL (`…/v2/`): a Location it answers must stay on its origin to get the credentials */
@@ -290,13 +296,19 @@ export class Upstream {
   }
 
   /** one request with a deadline for the response headers; failures become UpstreamUnavailableError */
-  private async fetch(url: URL, method: UpstreamRequest['method'], headers: Record<string, string>, timeoutMs: number, signal: AbortSignal | undefined, what: string, body?: Buffer | Readable): Promise<UpstreamResponse> {
+  private async fetch(url: URL, method: UpstreamRequest['method'], headers: Record<string, string>, timeoutMs: number, signal: AbortSignal | undefined, what: string, body?: Buffer | Readable, ownBuffers = false): Promise<UpstreamResponse> {
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    const aborts = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
     try {
+      if (ownBuffers && method === 'GET') {
+        const answer = await getBlob(url, headers, aborts);
+        if (answer.status !== 200 || answer.body) return new UpstreamResponse(url, answer.status, answer.headers, answer.body ?? Readable.from([]));
+        // a 200 whose body is framed otherwise (chunked, or up to the close): asked again through undici
+      }
       // undici's request follows no redirect: followRedirects() checks each target. The signal
       // aborts the body too (a blob fetch's idle timer, a client leaving).
-      const res = await send(url, { method, headers, body, signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal });
+      const res = await send(url, { method, headers, body, signal: aborts });
       return new UpstreamResponse(url, res.statusCode, res.headers, res.body);
     } catch (err) {
       throw this.unavailable(deadline.signal.aborted ? `no answer to ${what} within ${timeoutMs / 1000}s` : describe(err));

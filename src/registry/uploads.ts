@@ -60,6 +60,12 @@ interface DigestState {
   offset: number;
 }
 
+/** how a whole blob from a fast source (the proxy's fetch) is taken: UploadSessions.complete */
+export interface BulkBody {
+  hashOffThread?: boolean;
+  reusedBuffers?: boolean;
+}
+
 export interface UploadSessionsOptions {
   /**
    * milliseconds after its start when an upload expires (storage.maintenance.uploadpurging.age,
@@ -185,16 +191,18 @@ export class UploadSessions {
    *
    * `writeBatch`: the bytes gathered per storage write. A caller that fills one upload at a time
    * from a fast source (the proxy's blob fetch) passes more than the default: 1 MiB writes took
-   * about 0.25 CPU s less per GiB than 256 KiB ones (docs/performance.md). `hashOffThread`: a
-   * body of a batch or more is hashed on the hashing thread (src/crypto/hash-thread.ts), which
-   * takes 0.55 CPU s per GiB off the main thread and costs about 10 MiB of RSS while it runs:
-   * the proxy's fetch asks for it, pushes do not (their peak RSS, docs/decisions.md "Uploads").
+   * about 0.25 CPU s less per GiB than 256 KiB ones (docs/performance.md). `bulk`, for the proxy's
+   * fetch: `hashOffThread`, a body of a batch or more is hashed on the hashing thread
+   * (src/crypto/hash-thread.ts), which takes 0.55 CPU s per GiB off the main thread and costs
+   * about 10 MiB of RSS while it runs (pushes do not ask: their peak RSS, docs/decisions.md
+   * "Uploads"); `reusedBuffers`, the body's Buffers are its producer's, read into again, not
+   * garbage: the collector is not paced for them (src/runtime/gc-pacing.ts).
    */
-  complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256', offset?: number, writeBatch = WRITE_BATCH_BYTES, hashOffThread = false): Promise<BlobInfo> {
+  complete(name: string, uuid: string, digests: string[], body?: AsyncIterable<Buffer>, range?: ChunkRange, algorithm: Algorithm = 'sha256', offset?: number, writeBatch = WRITE_BATCH_BYTES, bulk: BulkBody = {}): Promise<BlobInfo> {
     const expected = digests.map(parseDigest);
     return this.locks.run(uuid, async () => {
       const status = await this.open(name, uuid, algorithm, false);
-      const size = await this.write(status, body ?? [], true, range ? range.start : offset, writeBatch, hashOffThread);
+      const size = await this.write(status, body ?? [], true, range ? range.start : offset, writeBatch, bulk);
       const done = size === 0 ? await this.completedBefore(name, expected) : undefined;
       if (done) {
         await this.blobs.indexLink(name, done.digest, done.size); // a completion cut short before the index was told
@@ -234,9 +242,9 @@ export class UploadSessions {
    * `start`, the chunk must start where the stored bytes end (416 otherwise, nothing written): the
    * size the writer opened with is the check, so it costs no store call of its own.
    */
-  private async write(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start?: number, writeBatch = WRITE_BATCH_BYTES, hashOffThread = false): Promise<number> {
+  private async write(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start?: number, writeBatch = WRITE_BATCH_BYTES, bulk: BulkBody = {}): Promise<number> {
     try {
-      return await this.appendData(upload, body, last, start, writeBatch, hashOffThread);
+      return await this.appendData(upload, body, last, start, writeBatch, bulk);
     } catch (err) {
       // a full store: the upload cannot go on (507 is terminal), and what it holds is space to give back
       if (isStorageFull(err)) await this.remove(upload.name, upload.uuid).catch(() => undefined);
@@ -247,7 +255,7 @@ export class UploadSessions {
     }
   }
 
-  private async appendData(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start: number | undefined, writeBatch: number, hashOffThread: boolean): Promise<number> {
+  private async appendData(upload: UploadStatus, body: AsyncIterable<Buffer> | Iterable<Buffer>, last: boolean, start: number | undefined, writeBatch: number, bulk: BulkBody): Promise<number> {
     const { name, uuid } = upload;
     const writer = await this.driver.writer(layout.uploadData(name, uuid), true);
     try {
@@ -260,7 +268,7 @@ export class UploadSessions {
     const state = this.runningHash(upload, writer.size);
     // a whole blob in one request may be hashed on the hashing thread: its digest is wanted right
     // after, and no later chunk extends the hash
-    const batches = new WriteBatches(writer, state?.hash, writeBatch, hashOffThread && last && writer.size === 0 ? upload.algorithm : undefined);
+    const batches = new WriteBatches(writer, state?.hash, writeBatch, bulk.hashOffThread && last && writer.size === 0 ? upload.algorithm : undefined, bulk.reusedBuffers === true);
     let received = false;
     let hashed: HashState | DigestState | undefined = state;
     try {
@@ -414,6 +422,8 @@ class WriteBatches {
     private readonly hash: Hash | undefined,
     private readonly batchBytes: number,
     private readonly offload?: Algorithm,
+    /** the chunks are their producer's, read into again: not noted as short-lived */
+    private readonly reused = false,
   ) {}
 
   async add(chunk: Buffer): Promise<void> {
@@ -442,6 +452,6 @@ class WriteBatches {
     if (full && this.offload && this.written === bytes) this.thread = threadHash(this.offload);
     if (this.thread) await this.thread.update(batch);
     else if (this.hash) for (const chunk of batch) this.hash.update(chunk);
-    shortLivedBytes(bytes);
+    if (!this.reused) shortLivedBytes(bytes);
   }
 }

@@ -54,13 +54,13 @@ describe('UploadSessions (in-memory driver)', () => {
     };
     for (const algorithm of ['sha256', 'sha512'] as const) {
       const { uuid } = await uploads.start(name, algorithm);
-      const blob = await uploads.complete(name, uuid, [digest(algorithm, big)], (async function* () { yield* pieces(); })(), undefined, algorithm, undefined, 1024 * 1024, true);
+      const blob = await uploads.complete(name, uuid, [digest(algorithm, big)], (async function* () { yield* pieces(); })(), undefined, algorithm, undefined, 1024 * 1024, { hashOffThread: true });
       assert.deepEqual(blob, { digest: digest(algorithm, big), size: big.length });
       assert.deepEqual(await driver.getContent(layout.blobData(blob.digest)), big);
     }
     const wrong = sha256(Buffer.from('other bytes'));
     const { uuid } = await uploads.start(name);
-    await rejectsWith(uploads.complete(name, uuid, [wrong], (async function* () { yield* pieces(); })(), undefined, 'sha256', undefined, 1024 * 1024, true), 'DIGEST_INVALID');
+    await rejectsWith(uploads.complete(name, uuid, [wrong], (async function* () { yield* pieces(); })(), undefined, 'sha256', undefined, 1024 * 1024, { hashOffThread: true }), 'DIGEST_INVALID');
     await assert.rejects(driver.stat(layout.blobData(wrong)));
     await assert.rejects(driver.stat(layout.uploadDir(name, uuid)));
   });
