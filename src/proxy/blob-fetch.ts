@@ -220,7 +220,12 @@ class BlobFetch {
     this.settled = true;
     await Promise.all([...this.others].map((name) => this.blobs.link(name, this.digest)));
     this.logger.info({ repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
-    for (const reader of this.readers) void reader.finish(this.held ?? []);
+    const held = this.held ?? [];
+    const own = res.body instanceof BlobBody ? res.body : undefined;
+    // the last batch's buffers are read into again (by the next fetch) once every reader wrote them
+    void Promise.all([...this.readers].map((reader) => reader.finish(held))).then(() => {
+      if (own) for (const buffer of held) own.release(buffer);
+    });
   }
 
   /**

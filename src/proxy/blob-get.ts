@@ -25,6 +25,9 @@ import tls from 'node:tls';
 export const BLOB_BATCH = 1024 * 1024;
 /** batches complete and not taken, or taken and not released, at which reading pauses (what a transfer holds: these and the one filling) */
 const BATCHES_AHEAD = 3;
+/** batch buffers kept between transfers (a cold image pull is many fetches of a few MiB), dropped once unused for SPARE_MS */
+const SPARES = 8;
+const SPARE_MS = 5_000;
 /** where the answer's head is read (its body bytes are copied out) */
 const HEAD_BUFFER = 16 * 1024;
 /** the most an answer's head may take */
@@ -190,6 +193,24 @@ function parseHead(text: string): { status: number; headers: IncomingHttpHeaders
   return { status: Number(status[1]), headers: headers as IncomingHttpHeaders };
 }
 
+/** BLOB_BATCH buffers of finished transfers that nothing holds, for the next ones */
+class SpareBatches {
+  private readonly buffers: Buffer[] = [];
+  private readonly drop = setTimeout(() => (this.buffers.length = 0), SPARE_MS).unref();
+
+  take(): Buffer {
+    this.drop.refresh();
+    return this.buffers.pop() ?? Buffer.allocUnsafeSlow(BLOB_BATCH);
+  }
+
+  give(buffers: Buffer[]): void {
+    this.drop.refresh();
+    this.buffers.push(...buffers.slice(0, SPARES - this.buffers.length));
+  }
+}
+
+const spares = new SpareBatches();
+
 /**
  * A blob's body, read into batches of BLOB_BATCH bytes (the last one shorter). `batches()` hands
  * each one out whole and takes it back with `release()`: a released buffer is read into again, so
@@ -204,6 +225,8 @@ export class BlobBody extends Readable {
   private readonly free: Buffer[] = [];
   private filling: Buffer | undefined;
   private fillAt = 0;
+  /** the size of the batch being filled (the filling buffer may be longer: a pooled one for the last batch) */
+  private fillEnd = 0;
   /** bytes not yet in a batch */
   private left: number;
   /** complete batches not yet handed out */
@@ -234,12 +257,14 @@ export class BlobBody extends Readable {
   /** the free part of the batch being filled (a released buffer, or a new one) */
   region(): Buffer {
     if (!this.filling) {
-      const size = Math.min(BLOB_BATCH, this.left);
-      const reused = this.mode === 'batches' ? this.free.pop() : undefined;
-      this.filling = reused && reused.length === size ? reused : Buffer.allocUnsafeSlow(size);
+      this.fillEnd = Math.min(BLOB_BATCH, this.left);
+      // batches() gives its buffers back: a body of a batch or more reads into pooled ones (read
+      // as a stream instead, they are the reader's and never come back)
+      const pooled = this.mode !== 'stream' && this.length >= BLOB_BATCH;
+      this.filling = pooled ? (this.free.pop() ?? spares.take()) : Buffer.allocUnsafeSlow(this.fillEnd);
       this.fillAt = 0;
     }
-    return this.filling.subarray(this.fillAt);
+    return this.filling.subarray(this.fillAt, this.fillEnd);
   }
 
   /** `bytes` (read elsewhere) copied into the batches; false when reading must pause */
@@ -265,8 +290,8 @@ export class BlobBody extends Readable {
     this.onBytes?.();
     this.fillAt += n;
     this.left -= n;
-    if (this.fillAt === this.filling!.length) {
-      this.ready.push(this.filling!);
+    if (this.fillAt === this.fillEnd) {
+      this.ready.push(this.fillEnd === this.filling!.length ? this.filling! : this.filling!.subarray(0, this.fillEnd));
       this.filling = undefined;
       if (this.left === 0) this.connection.close();
       this.deliver();
@@ -301,8 +326,10 @@ export class BlobBody extends Readable {
   /** a batch from batches() that nothing holds any more: read into again */
   release(batch: Buffer): void {
     this.taken--;
-    this.free.push(batch);
-    this.unpause();
+    // a pooled buffer (the last batch is a part of one) is read into again
+    if (batch.buffer.byteLength === BLOB_BATCH) this.free.push(batch.length === BLOB_BATCH ? batch : Buffer.from(batch.buffer, 0, BLOB_BATCH));
+    if (this.complete && this.taken === 0) spares.give(this.free.splice(0));
+    else this.unpause();
   }
 
   private unpause(): void {
