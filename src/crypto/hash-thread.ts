@@ -1,6 +1,8 @@
 /**
- * Hashing off the main thread: one worker thread computes the running hashes of large single-pass
- * uploads (a monolithic push, a pull-through fetch), so the main thread only copies the bytes.
+ * Hashing off the main thread: one worker thread computes the running hashes of the pull-through
+ * cache's blob fetches (the only caller: src/proxy/blob-fetch.ts through UploadSessions.complete's
+ * `hashOffThread`; pushes hash on the main thread, as the thread costs RSS and, with both cores
+ * busy, gained them nothing: docs/performance.md), so the main thread only copies the bytes.
  * sha256 costs 0.6 CPU s per GiB on the bench machine, a fifth of a cold mirror pull's main-thread
  * work; the copy into a shared slot costs about a tenth of that (docs/performance.md).
  *
