@@ -1,7 +1,8 @@
 /**
  * The upstream registry's client: undici's request (bodies as Node streams: a blob's bytes reach
- * the cache without fetch's web streams, most of a cold pull's CPU before) with a deadline on
- * every request, and the
+ * the cache without fetch's web streams, most of a cold pull's CPU before; the GET of a blob the
+ * cache fetches goes over blob-get.ts's own connections, into buffers it reuses) with a deadline
+ * on every request, and the
  * authentication real registries ask for. Anonymous first; on a 401 the challenge decides: Basic
  * gets the configured credentials, Bearer a token from the realm for `repository:<name>:pull`
  * (with the credentials when set). Tokens are cached per scope until shortly before they expire,
