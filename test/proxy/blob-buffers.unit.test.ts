@@ -12,6 +12,7 @@ import { Writable, type Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { BlobFetches } from '../../src/proxy/blob-fetch.js';
+import { getBlob } from '../../src/proxy/blob-get.js';
 import { ProxyStats } from '../../src/proxy/stats.js';
 import { Upstream } from '../../src/proxy/upstream.js';
 import { BlobStore } from '../../src/registry/blobs.js';
@@ -46,6 +47,8 @@ describe('a cold fetch read into reused buffers', () => {
   let server: Server;
   let fetches: BlobFetches;
   let store: BlobStore;
+  let origin: string;
+  let requests = 0;
 
   const add = (size: number): { digest: Digest; data: Buffer } => {
     const data = randomBytes(size);
@@ -56,6 +59,7 @@ describe('a cold fetch read into reused buffers', () => {
 
   before(async () => {
     server = createServer((req, res) => {
+      requests++;
       const data = blobs.get(req.url!.split('/').pop()!);
       if (!data) return void res.writeHead(404).end();
       if (chunked) {
@@ -72,7 +76,8 @@ describe('a cold fetch read into reused buffers', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const logger = pino({ level: 'silent' });
-    const upstream = new Upstream({ remoteurl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, checkTimeoutMs: 10_000, fetchTimeoutMs: 10_000 }, logger);
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const upstream = new Upstream({ remoteurl: origin, checkTimeoutMs: 10_000, fetchTimeoutMs: 10_000 }, logger);
     const driver = new InMemoryDriver();
     store = new BlobStore(driver);
     fetches = new BlobFetches(upstream, new UploadSessions(driver, store), store, logger, { fetchTimeoutMs: 10_000, idleTimeoutMs: 10_000 }, new ProxyStats());
@@ -127,5 +132,11 @@ describe('a cold fetch read into reused buffers', () => {
       cutAfter = undefined;
     }
     assert.equal(await store.storedSize(digest), undefined);
+  });
+
+  it('sends no request whose header value holds a line break (a token service cannot add headers)', async () => {
+    const before = requests;
+    await assert.rejects(getBlob(new URL(`${origin}/v2/lib/d/blobs/sha256:00`), { authorization: 'Bearer a\r\nx-evil: 1' }, new AbortController().signal), /line break/);
+    assert.equal(requests, before);
   });
 });
