@@ -223,9 +223,13 @@ class BlobFetch {
     const held = this.held ?? [];
     const own = res.body instanceof BlobBody ? res.body : undefined;
     // the last batch's buffers are read into again (by the next fetch) once every reader wrote them
-    void Promise.all([...this.readers].map((reader) => reader.finish(held))).then(() => {
-      if (own) for (const buffer of held) own.release(buffer);
-    });
+    // (not when a reader's end failed: what its socket holds is left alone)
+    Promise.all([...this.readers].map((reader) => reader.finish(held))).then(
+      () => {
+        if (own) for (const buffer of held) own.release(buffer);
+      },
+      () => undefined,
+    );
   }
 
   /**
