@@ -6,6 +6,7 @@
  * client is not among them (docs/performance.md, "Pull-through cache: cold pulls").
  *
  *   npx tsx bench/proxy-read-cpu.ts [write batch bytes, default 1048576]
+ *   OWN_ONLY=1 npx tsx bench/proxy-read-cpu.ts   (only the cache's own connection against undici, alternating)
  */
 import { fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -18,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { request } from 'undici';
 import { threadHash } from '../src/crypto/hash-thread.js';
+import { getBlob, type BlobBody } from '../src/proxy/blob-get.js';
 
 /** this process's main thread's CPU seconds (/proc: the hashing thread is not in it) */
 function mainThreadCpu(): number {
@@ -53,6 +55,8 @@ if (process.argv[2] === 'serve') {
   const url = `http://127.0.0.1:${port}/`;
   const file = join(tmpdir(), `berth-proxy-read-cpu-${process.pid}`);
 
+  /** the cache's own connection (src/proxy/blob-get.ts): its batches, each given back once written and hashed */
+  const current: { own?: BlobBody } = {};
   const step = async (label: string, read: () => Promise<AsyncIterable<Uint8Array>>, hash: boolean | 'thread', write: boolean) => {
     const t0 = process.cpuUsage();
     const m0 = mainThreadCpu();
@@ -63,6 +67,8 @@ if (process.argv[2] === 'serve') {
     let pendingBytes = 0;
     let batch: Buffer[] = [];
     let bytes = 0;
+    let held: Buffer[] = [];
+    current.own = undefined;
     for await (const c of await read()) {
       const chunk = Buffer.from(c.buffer, c.byteOffset, c.byteLength);
       h?.update(chunk);
@@ -75,13 +81,22 @@ if (process.argv[2] === 'serve') {
           pendingBytes = 0;
         }
       }
-      if (!fh) continue;
-      batch.push(chunk);
-      bytes += chunk.length;
-      if (bytes >= batchBytes) {
-        await fh.writev(batch);
-        batch = [];
-        bytes = 0;
+      if (fh) {
+        batch.push(chunk);
+        bytes += chunk.length;
+        if (bytes >= batchBytes) {
+          await fh.writev(batch);
+          batch = [];
+          bytes = 0;
+        }
+      }
+      const own = current.own as BlobBody | undefined; // set by read() (TypeScript cannot see it)
+      if (own) {
+        held.push(chunk);
+        if (batch.length === 0 && pending.length === 0) {
+          for (const b of held) own.release(b);
+          held = [];
+        }
       }
     }
     if (fh && batch.length > 0) await fh.writev(batch);
@@ -95,7 +110,12 @@ if (process.argv[2] === 'serve') {
   };
   const withFetch = async () => (await fetch(url)).body as unknown as AsyncIterable<Uint8Array>;
   const withUndici = async () => (await request(url)).body as AsyncIterable<Uint8Array>;
+  const withOwn = async () => {
+    current.own = (await getBlob(new URL(url), {}, new AbortController().signal)).body!;
+    return current.own.batches();
+  };
   try {
+    if (process.env.OWN_ONLY !== '1') {
     await step('fetch, read only', withFetch, false, false);
     await step('undici request, read only', withUndici, false, false);
     await step('undici + sha256', withUndici, true, false);
@@ -103,6 +123,11 @@ if (process.argv[2] === 'serve') {
     await step(`undici + sha256 + writev ${batchBytes >> 10} KiB`, withUndici, true, true);
     await step('undici + sha256 on the hashing thread', withUndici, 'thread', false);
     await step(`undici + thread sha256 + writev ${batchBytes >> 10} KiB`, withUndici, 'thread', true);
+    }
+    await step('own connection, read only', withOwn, false, false);
+    await step(`own + thread sha256 + write ${batchBytes >> 10} KiB`, withOwn, 'thread', true);
+    await step(`undici + thread sha256 + writev ${batchBytes >> 10} KiB`, withUndici, 'thread', true);
+    await step(`own + thread sha256 + write ${batchBytes >> 10} KiB`, withOwn, 'thread', true);
   } finally {
     await rm(file, { force: true });
     child.kill();
