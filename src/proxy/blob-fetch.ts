@@ -200,9 +200,9 @@ class BlobFetch {
     // hashed with the digest's algorithm as the bytes arrive
     const algorithm = digestAlgorithm(this.digest);
     const upload = await this.uploads.start(this.name, algorithm);
+    const own = res.body instanceof BlobBody ? res.body : undefined;
     try {
-      const reused = res.body instanceof BlobBody;
-      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm, undefined, BATCH, { hashOffThread: true, reusedBuffers: reused });
+      await this.uploads.complete(this.name, upload.uuid, [this.digest], this.body(res), undefined, algorithm, undefined, BATCH, { hashOffThread: true, reusedBuffers: own !== undefined });
     } catch (err) {
       this.settled = true;
       this.abort.abort();
@@ -221,7 +221,6 @@ class BlobFetch {
     await Promise.all([...this.others].map((name) => this.blobs.link(name, this.digest)));
     this.logger.info({ repository: this.name, digest: this.digest, size: this.size, ms: Date.now() - started }, 'fetched blob from the upstream');
     const held = this.held ?? [];
-    const own = res.body instanceof BlobBody ? res.body : undefined;
     // the last batch's buffers are read into again (by the next fetch) once every reader wrote them
     // (not when a reader's end failed: what its socket holds is left alone)
     Promise.all([...this.readers].map((reader) => reader.finish(held))).then(
