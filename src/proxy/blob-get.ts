@@ -102,7 +102,8 @@ class BlobConnection {
 
   /** where the next socket read lands: the body's filling batch, or the head's scratch buffer */
   region(): Buffer {
-    return this.body?.region() ?? this.scratch;
+    const body = this.body;
+    return body && !body.complete ? body.region() : this.scratch;
   }
 
   /** a socket read of `n` bytes into `buffer` (what region() gave); false pauses reading */
@@ -141,7 +142,7 @@ class BlobConnection {
       return false;
     }
     const body = new BlobBody(this, Number(length));
-    this.body = body;
+    if (!body.complete) this.body = body; // an empty body is complete (and its connection closed) already
     // body bytes that came with the head (beyond the declared length: not read)
     const rest = bytes.subarray(end + 4);
     let more = body.copyIn(rest.subarray(0, Math.min(rest.length, body.length)));

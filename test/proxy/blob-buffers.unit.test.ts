@@ -134,6 +134,17 @@ describe('a cold fetch read into reused buffers', () => {
     assert.equal(await store.storedSize(digest), undefined);
   });
 
+  it('fetches an empty blob and blobs around the batch size, whole and stored', async () => {
+    for (const size of [0, 1, MiB - 1, MiB, MiB + 1, 2 * MiB]) {
+      const { digest, data } = add(size);
+      const body = await fetches.open(`lib/s${size}`, digest);
+      const got: Buffer[] = [];
+      for await (const chunk of body as AsyncIterable<Buffer>) got.push(chunk);
+      assert.ok(Buffer.concat(got).equals(data), `${size} bytes`);
+      assert.equal(await store.storedSize(digest), size);
+    }
+  });
+
   it('sends no request whose header value holds a line break (a token service cannot add headers)', async () => {
     const before = requests;
     await assert.rejects(getBlob(new URL(`${origin}/v2/lib/d/blobs/sha256:00`), { authorization: 'Bearer a\r\nx-evil: 1' }, new AbortController().signal), /line break/);
