@@ -37,20 +37,29 @@ const leaveOut: Plugin = {
 };
 
 /**
- * fastify's lib/server.js requires node:http2 at its top, for `http2: true` alone (berth asks for
- * it with http.http2 and TLS). Loaded there when first used instead: Node's http2 module costs
- * every other server 0.4 MiB of idle RSS. A fastify whose server.js no longer reads so is bundled
- * as it is, with a warning (test/app/server-bundle.test.ts checks that serving loads no http2).
+ * Modules fastify requires at the top of a file for what berth seldom or never asks of it: Node's
+ * http2 (lib/server.js, for `http2: true`, which berth sets with TLS alone) and semver
+ * (lib/plugin-utils.js, to check a plugin's declared fastify version). Required on first use
+ * instead: node:http2 costs every other server 0.4 MiB of idle RSS, semver's start 0.1-0.2. A
+ * fastify whose file no longer reads so is bundled as it is, with a warning
+ * (test/app/server-bundle.test.ts checks that serving loads no http2).
  */
-const lazyHttp2: Plugin = {
-  name: 'berth-lazy-http2',
+const LAZY_REQUIRES: { file: RegExp; name: string; module: string }[] = [
+  { file: /[\\/]fastify[\\/]lib[\\/]server\.js$/, name: 'http2', module: 'node:http2' },
+  { file: /[\\/]fastify[\\/]lib[\\/]plugin-utils\.js$/, name: 'semver', module: 'semver' },
+];
+
+const lazyRequires: Plugin = {
+  name: 'berth-lazy-requires',
   setup(build) {
-    build.onLoad({ filter: /[\\/]fastify[\\/]lib[\\/]server\.js$/ }, async (args) => {
-      const text = await readFile(args.path, 'utf8');
-      const eager = "const http2 = require('node:http2')";
-      if (!text.includes(eager)) return { contents: text, loader: 'js', warnings: [{ text: `${args.path} no longer has "${eager}": node:http2 is loaded as fastify loads it (src/server-bundle.ts, lazyHttp2)` }] };
-      return { contents: text.replace(eager, "const http2 = new Proxy({}, { get: (_, key) => require('node:http2')[key] })"), loader: 'js' };
-    });
+    for (const { file, name, module } of LAZY_REQUIRES) {
+      build.onLoad({ filter: file }, async (args) => {
+        const text = await readFile(args.path, 'utf8');
+        const eager = `const ${name} = require('${module}')`;
+        if (!text.includes(eager)) return { contents: text, loader: 'js', warnings: [{ text: `${args.path} no longer has "${eager}": ${module} is loaded as fastify loads it (src/server-bundle.ts, LAZY_REQUIRES)` }] };
+        return { contents: text.replace(eager, `const ${name} = new Proxy({}, { get: (_, key) => require('${module}')[key] })`), loader: 'js' };
+      });
+    }
   },
 };
 
@@ -77,7 +86,7 @@ export async function bundleServer(compiledCli: string, outdir: string): Promise
     target: 'node20',
     outdir,
     external: EXTERNAL,
-    plugins: [leaveOut, lazyHttp2],
+    plugins: [leaveOut, lazyRequires],
     // the CommonJS dependencies (fastify, pino, ...) call require(): an ES module has none of its own
     banner: { js: "import { createRequire as berthCreateRequire } from 'node:module'; const require = berthCreateRequire(import.meta.url);" },
     legalComments: 'none',
