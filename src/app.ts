@@ -129,7 +129,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // files named by the configuration (htpasswd, keys, certificates) are read now: a problem stops
   // start-up with the same kind of message as a bad key
   const { auth, tls } = await atStartup(async () => ({
-    auth: createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix }, { logger, clock: scheduler.clock, sharedLimiter, processes: config.http.workers, secret, audit, tokens: enabled.find((parts) => parts.apiTokens)?.apiTokens }),
+    auth: await createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix }, { logger, clock: scheduler.clock, sharedLimiter, processes: config.http.workers, secret, audit, tokens: enabled.find((parts) => parts.apiTokens)?.apiTokens }),
     tls: config.http.tls ? readTLS(config.http.tls) : undefined,
   }));
   const server = buildServer(

@@ -10,6 +10,11 @@
  * an API token's (api-tokens.ts: its own grant) before both.
  * With auth.oidc, a request without credentials whose cookie holds a web interface session is
  * decided for its user and groups (oidc/).
+ *
+ * The checkers of credentials (htpasswd with bcryptjs; the token issuer, the verifier and the
+ * federation with jose; the sign-in with openid-client) are loaded when the configuration names
+ * them: a registry without authentication does not hold them (0.5 MiB of idle RSS,
+ * docs/performance.md).
  */
 import type { Logger } from 'pino';
 import type { AuditSink } from '../audit/record.js';
@@ -17,17 +22,15 @@ import { RegistryError } from '../registry/errors.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import type { AuthRequest, CallerGrant } from './request.js';
 import { CATALOG_ACCESS, formatScope, toScopes, type AccessRequest, type Grant } from './access.js';
-import { Federation } from './federation.js';
 import type { ApiTokens, OwnerRights } from './api-tokens.js';
-import { Htpasswd } from './htpasswd.js';
 import { failedLoginBuckets, LoginGuard } from './login-guard.js';
 import type { AuthOptions } from './options.js';
-import { parseBasic, readSigningKey, TokenIssuer } from './issuer.js';
+import { parseBasic } from './basic.js';
+import type { TokenIssuer } from './issuer.js';
 import { AccessPolicy } from './policy.js';
 import { MemoryRateLimiter, type BucketOptions, type RateLimiter } from './ratelimit.js';
-import { readTrustFiles, TokenError, TokenVerifier } from './token.js';
 import { withSessions } from './oidc/grant.js';
-import { OidcSignIn, throwawaySecret } from './oidc/sign-in.js';
+import type { OidcSignIn } from './oidc/sign-in.js';
 
 export type { AuthRequest, CallerGrant } from './request.js';
 
@@ -65,17 +68,17 @@ export interface AuthContext {
   tokens?: ApiTokens;
 }
 
-export function createAuth(options: AuthOptions, context: AuthContext): Auth {
+export async function createAuth(options: AuthOptions, context: AuthContext): Promise<Auth> {
   const { logger, clock = systemClock } = context;
   const auth = options.auth;
   const policy = new AccessPolicy(auth?.access);
   const htpasswd = auth?.htpasswd
-    ? new Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file: entries refused'), clock)
+    ? new (await import('./htpasswd.js')).Htpasswd(auth.htpasswd.path, (err) => logger.error({ err: err.message }, 'htpasswd file: entries refused'), clock)
     : undefined;
   const failed = auth && auth.failedlogins.burst > 0 ? failedLoginBuckets(auth.failedlogins) : undefined;
   const loginBuckets = htpasswd && failed ? (context.sharedLimiter?.(failed) ?? new MemoryRateLimiter(perProcess(failed, context.processes ?? 1))) : undefined;
   const guard = htpasswd && new LoginGuard(loginBuckets);
-  const federation = htpasswd && auth?.federation ? new Federation(auth.federation, { logger, clock, audit: context.audit }) : undefined;
+  const federation = htpasswd && auth?.federation ? new (await import('./federation.js')).Federation(auth.federation, { logger, clock, audit: context.audit }) : undefined;
   const tokens = htpasswd ? context.tokens : undefined;
   // a token a person created never does more than they may now, with the groups they had when they created it
   const ownerRights: OwnerRights = (owner, groups, request) => policy.allows(owner, request, groups);
@@ -90,6 +93,7 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
 
   if (auth?.token) {
     const token = auth.token;
+    const [{ readSigningKey, TokenIssuer }, { readTrustFiles, TokenError, TokenVerifier }] = await Promise.all([import('./issuer.js'), import('./token.js')]);
     const keys = new Map();
     if (token.issuer.enabled) {
       issuer = new TokenIssuer({
@@ -179,7 +183,8 @@ export function createAuth(options: AuthOptions, context: AuthContext): Auth {
   } else {
     authorize = async () => EVERYTHING;
   }
-  const signIn = auth?.oidc && new OidcSignIn(auth.oidc, { secret: context.secret ?? throwawaySecret(), clock, logger, audit: context.audit });
+  const oidc = auth?.oidc && (await import('./oidc/sign-in.js'));
+  const signIn = auth?.oidc && oidc && new oidc.OidcSignIn(auth.oidc, { secret: context.secret ?? oidc.throwawaySecret(), clock, logger, audit: context.audit });
   if (signIn) authorize = withSessions(authorize, signIn, policy, options.prefix, denial);
 
   const limiter = createLimiter(options, context.sharedLimiter);

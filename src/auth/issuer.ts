@@ -29,6 +29,8 @@ import type { LoginGuard } from './login-guard.js';
 import type { ApiTokenGrant, TokenLogin } from './api-tokens.js';
 import type { AccessPolicy } from './policy.js';
 import { API_TOKEN_CLAIM, LEEWAY_SECONDS } from './token.js';
+import { parseBasic } from './basic.js';
+import { InvalidGrant, TokenRequestError } from './token-request.js';
 
 export interface IssuerOptions {
   issuer: string;
@@ -230,19 +232,6 @@ export interface CredentialRights {
   pullsEverything(): boolean;
 }
 
-/** a token request that is itself wrong (a grant type or service this issuer does not serve): the edge answers 400 */
-export class TokenRequestError extends RegistryError {}
-
-/**
- * A POST whose password or refresh token is wrong: `invalid_grant` (RFC 6749 5.2, a 400), the
- * registry's UNAUTHORIZED entry beside it for clients that read Distribution's error body
- */
-export class InvalidGrant extends TokenRequestError {
-  constructor(message: string) {
-    super('UNAUTHORIZED', message);
-  }
-}
-
 function algorithmFor(key: KeyObject): string {
   switch (key.asymmetricKeyType) {
     case 'rsa':
@@ -255,16 +244,6 @@ function algorithmFor(key: KeyObject): string {
     default:
       throw new Error(`auth.token.issuer.signingkey: ${key.asymmetricKeyType} keys are not supported; use RSA, EC P-256 or Ed25519`);
   }
-}
-
-/** `Basic base64(user:password)` -> parts; undefined when malformed */
-export function parseBasic(header: string): { user: string; password: string } | undefined {
-  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-  if (!m) return undefined;
-  const text = Buffer.from(m[1], 'base64').toString('utf8');
-  const colon = text.indexOf(':');
-  if (colon < 0) return undefined;
-  return { user: text.slice(0, colon), password: text.slice(colon + 1) };
 }
 
 export function readSigningKey(path: string): string {

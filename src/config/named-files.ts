@@ -47,7 +47,11 @@ export async function namedFileProblems(config: Config): Promise<string[]> {
     }
   };
   // the authentication serve builds: htpasswd, token certificates and keys, the issuer's key
-  attempt(() => void createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix: '' }, { logger: pino({ level: 'silent' }) }).close());
+  try {
+    await (await createAuth({ auth: config.auth, ratelimit: config.ratelimit, prefix: '' }, { logger: pino({ level: 'silent' }) })).close();
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
   const tls = config.http.tls;
   if (tls) {
     attempt(() => {

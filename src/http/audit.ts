@@ -7,9 +7,10 @@
  * address as Fastify sees it (`req.ip`), not a client-chosen X-Forwarded-For.
  */
 import type { FastifyRequest } from 'fastify';
-import { decodeJwt } from 'jose';
+// jose's subpath: its index would bring all of jose into the chunk every server loads (src/server-bundle.ts)
+import { decodeJwt } from 'jose/jwt/decode';
 import type { AuditRecord } from '../audit/record.js';
-import { parseBasic } from '../auth/issuer.js';
+import { parseBasic } from '../auth/basic.js';
 import type { EventAction, EventTarget } from '../notifications/events.js';
 import type { RegistryError } from '../registry/errors.js';
 import type { Services } from './context.js';

@@ -6,7 +6,8 @@
  * anybody out, and the edge refuses a POST from a foreign Origin).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { SignInError, type OidcSignIn, type Where } from '../auth/oidc/sign-in.js';
+import type { OidcSignIn, Where } from '../auth/oidc/sign-in.js';
+import { SignInError } from '../auth/oidc/sign-in-error.js';
 import { queryValue } from '../http/body.js';
 import { RegistryError } from '../registry/errors.js';
 

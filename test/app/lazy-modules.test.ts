@@ -1,14 +1,16 @@
 /**
  * Modules that only some configurations use are loaded only when configured (src/app.ts): a
- * registry on the filesystem does not carry the AWS SDK, ioredis or prom-client in its memory.
+ * registry on the filesystem does not carry the AWS SDK, ioredis or prom-client in its memory, nor,
+ * without authentication, the credential checkers' jose, bcryptjs and openid-client (auth/index.ts).
  * Checked on `berth serve` in a child process, by the modules its loader resolved.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import bcrypt from 'bcryptjs';
 import { startBerthProcess } from '../helpers/berth-process.js';
 import { freePort } from '../helpers/ports.js';
 import type { Overrides } from '../helpers/berth.js';
@@ -27,6 +29,10 @@ const OPTIONAL = {
   'debug listener': '/src/debug/server.ts',
   'prometheus metrics': '/src/debug/prometheus.ts',
   'prom-client': '/node_modules/prom-client/',
+  // the token issuer's and verifier's (jose's decodeJwt, which the edge reads a token's subject with, is its own module)
+  'jose (signing and verifying)': '/node_modules/jose/dist/webapi/jwt/verify.js',
+  'bcryptjs (htpasswd)': '/node_modules/bcryptjs/',
+  'openid-client (auth.oidc)': '/node_modules/openid-client/',
 };
 
 const dirs: string[] = [];
@@ -35,18 +41,18 @@ after(async () => {
 });
 
 /** starts `berth serve` with `config`, answers GET /v2/, and returns the URLs its loader resolved (and its children's: `<pid> <url>` a line) */
-async function modulesLoadedBy(config: Overrides): Promise<string[]> {
-  return (await importsOf(config)).lines;
+async function modulesLoadedBy(config: Overrides, readyStatus = 200): Promise<string[]> {
+  return (await importsOf(config, readyStatus)).lines;
 }
 
-async function importsOf(config: Overrides): Promise<{ lines: string[]; pid: number }> {
+async function importsOf(config: Overrides, readyStatus = 200): Promise<{ lines: string[]; pid: number }> {
   const dir = await mkdtemp(join(tmpdir(), 'berth-imports-'));
   dirs.push(dir);
   const log = join(dir, 'imports.log');
   const recorder = pathToFileURL(join(import.meta.dirname, '..', 'helpers', 'import-recorder.mjs')).href;
-  const berth = await startBerthProcess({ config, env: { BERTH_IMPORT_LOG: log, NODE_OPTIONS: `--import ${recorder}` } });
+  const berth = await startBerthProcess({ config, readyStatus, env: { BERTH_IMPORT_LOG: log, NODE_OPTIONS: `--import ${recorder}` } });
   try {
-    assert.equal((await fetch(`${berth.url}/v2/`)).status, 200);
+    assert.equal((await fetch(`${berth.url}/v2/`)).status, readyStatus);
   } finally {
     await berth.stop();
   }
@@ -67,12 +73,23 @@ describe('modules loaded by configuration', () => {
     }
   });
 
-  it('serving from the filesystem loads neither the AWS SDK nor ioredis nor prom-client', async () => {
+  it('serving from the filesystem without authentication loads neither the AWS SDK nor ioredis nor prom-client, nor jose, bcryptjs or openid-client', async () => {
     const urls = await modulesLoadedBy({});
     // the recorder saw the application
     assert.ok(loaded(urls, '/src/app.ts') && loaded(urls, '/node_modules/fastify/'), `recorded:\n${urls.join('\n')}`);
     const unexpected = Object.entries(OPTIONAL).filter(([, path]) => loaded(urls, path));
     assert.deepEqual(unexpected.map(([name]) => name), []);
+  });
+
+  it('loads bcryptjs with auth.htpasswd', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'berth-htpasswd-'));
+    dirs.push(dir);
+    const path = join(dir, 'htpasswd');
+    await writeFile(path, `alice:${await bcrypt.hash('secret', 4)}\n`);
+    // GET /v2/ asks for credentials
+    const urls = await modulesLoadedBy({ auth: { htpasswd: { realm: 'berth', path } } }, 401);
+    assert.ok(loaded(urls, OPTIONAL['bcryptjs (htpasswd)']), `recorded:\n${urls.join('\n')}`);
+    assert.ok(!loaded(urls, OPTIONAL['openid-client (auth.oidc)']));
   });
 
   it('loads the redis rate limiter and the debug listener with its metrics when configured', async () => {

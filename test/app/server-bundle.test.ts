@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { bundleServer } from '../../src/server-bundle.js';
+import { bundleServer, LEFT_OUT } from '../../src/server-bundle.js';
 import { REPO_ROOT } from '../helpers/berth-process.js';
 import { freePort } from '../helpers/ports.js';
 import { killPid, spawnLogged, waitForHttp } from '../helpers/processes.js';
@@ -21,18 +21,31 @@ after(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
 
+let bundled: Promise<{ dir: string; cli: string }> | undefined;
+
+/** one bundle for the file's tests, under the checkout as dist/bundle/ is (a fresh clone has no .tmp/ yet) */
+function theBundle(): Promise<{ dir: string; cli: string }> {
+  bundled ??= (async () => {
+    await mkdir(join(REPO_ROOT, '.tmp'), { recursive: true });
+    const dir = await mkdtemp(join(REPO_ROOT, '.tmp', 'server-bundle-'));
+    dirs.push(dir);
+    return { dir, cli: await bundleServer(join(REPO_ROOT, 'src', 'cli.ts'), join(dir, 'bundle')) };
+  })();
+  return bundled;
+}
+
+/** on exit, the server writes Node's built-in modules it loaded, one a line, to BERTH_BUILTINS_LOG */
+const BUILTINS_RECORDER = `data:text/javascript,${encodeURIComponent("import { writeFileSync } from 'node:fs'; process.on('exit', () => writeFileSync(process.env.BERTH_BUILTINS_LOG, process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13)).join('\\n')));")}`;
+
 it('serves pushes and listings from the bundle, loading no package module but the SQLite addon', async () => {
-  // under the checkout, as dist/bundle/ is (a fresh clone has no .tmp/ yet)
-  await mkdir(join(REPO_ROOT, '.tmp'), { recursive: true });
-  const dir = await mkdtemp(join(REPO_ROOT, '.tmp', 'server-bundle-'));
-  dirs.push(dir);
-  const cli = await bundleServer(join(REPO_ROOT, 'src', 'cli.ts'), join(dir, 'bundle'));
+  const { dir, cli } = await theBundle();
   const port = await freePort();
   const config = join(dir, 'config.json');
   await writeFile(config, JSON.stringify({ version: '0.1', log: { level: 'warn' }, storage: { filesystem: { rootdirectory: join(dir, 'root') } }, http: { addr: `127.0.0.1:${port}`, secret: 'bundle-test' } }));
   const log = join(dir, 'imports.log');
+  const builtins = join(dir, 'builtins.log');
   const recorder = pathToFileURL(join(REPO_ROOT, 'test', 'helpers', 'import-recorder.mjs')).href;
-  const proc = await spawnLogged(process.execPath, ['--import', recorder, cli, 'serve', config], { cwd: dir, env: { ...process.env, BERTH_IMPORT_LOG: log }, label: 'bundle' });
+  const proc = await spawnLogged(process.execPath, ['--import', recorder, '--import', BUILTINS_RECORDER, cli, 'serve', config], { cwd: dir, env: { ...process.env, BERTH_IMPORT_LOG: log, BERTH_BUILTINS_LOG: builtins }, label: 'bundle' });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${base}/v2/`, { process: proc, timeoutMs: 30_000, name: 'the bundled berth' });
@@ -54,4 +67,19 @@ it('serves pushes and listings from the bundle, loading no package module but th
   assert.deepEqual(outside, []);
   // the embedded index was opened (the default configuration's)
   assert.ok((await stat(join(dir, 'root', 'berth', 'metadata.sqlite'))).size > 0);
+  // fastify's node:http2 is loaded only for http.http2 (src/server-bundle.ts, lazyHttp2): 0.4 MiB of idle RSS
+  const loadedBuiltins = (await readFile(builtins, 'utf8')).split('\n');
+  assert.ok(loadedBuiltins.includes('http'), `recorded:\n${loadedBuiltins.join('\n')}`);
+  assert.ok(!loadedBuiltins.includes('http2'), 'the server loaded node:http2 without http.http2');
+});
+
+it('leaves fastify\'s JSON schema compilers (ajv) and inject() out of the bundle', async () => {
+  const { dir } = await theBundle();
+  // every bundled source file, from the chunks' source maps
+  const maps = (await readdir(join(dir, 'bundle'))).filter((name) => name.endsWith('.js.map'));
+  const sources = new Set<string>();
+  for (const name of maps) for (const source of JSON.parse(await readFile(join(dir, 'bundle', name), 'utf8')).sources as string[]) sources.add(source);
+  assert.ok([...sources].some((source) => source.includes('node_modules/fastify/')), `bundled:\n${[...sources].join('\n')}`);
+  const leftOut = ['ajv', 'fast-uri', ...LEFT_OUT].filter((name) => [...sources].some((source) => source.includes(`node_modules/${name}/`)));
+  assert.deepEqual(leftOut, []);
 });

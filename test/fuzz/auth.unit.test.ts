@@ -10,7 +10,7 @@ import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import fc from 'fast-check';
 import { SignJWT } from 'jose';
 import { parseAccessClaim, TokenError, TokenVerifier } from '../../src/auth/token.js';
-import { parseBasic } from '../../src/auth/issuer.js';
+import { parseBasic } from '../../src/auth/basic.js';
 import { params } from './fuzz.js';
 
 const ISSUER = 'fuzz-issuer';

@@ -17,6 +17,7 @@ import type { Clock } from '../../scheduler/clock.js';
 import { GROUP_PREFIX } from '../policy.js';
 import type { OidcOptions } from './options.js';
 import { cookieValue, Sealer, setCookie } from './seal.js';
+import { SignInError } from './sign-in-error.js';
 
 export const SESSION_COOKIE = 'berth_session';
 const FLOW_COOKIE = 'berth_signin';
@@ -38,12 +39,6 @@ export interface Session {
   groups: string[];
   /** a Set-Cookie carrying the session with its groups read again, for the response */
   renewed?: string;
-}
-
-/** a sign-in that did not succeed: the message is for the person in front of the browser */
-export class SignInError extends Error {
-  /** Set-Cookie values for the answer (the flow's cookie cleared) */
-  cookies: string[] = [];
 }
 
 interface Flow {

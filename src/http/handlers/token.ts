@@ -4,8 +4,11 @@
  * and as Distribution's clients read errors (`errors`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { decodeJwt } from 'jose';
-import { InvalidGrant, parseBasic, TokenRequestError, type TokenIssuer } from '../../auth/issuer.js';
+// jose's subpath: its index would bring all of jose into the chunk every server loads (src/server-bundle.ts)
+import { decodeJwt } from 'jose/jwt/decode';
+import type { TokenIssuer } from '../../auth/issuer.js';
+import { parseBasic } from '../../auth/basic.js';
+import { InvalidGrant, TokenRequestError } from '../../auth/token-request.js';
 import { RegistryError } from '../../registry/errors.js';
 import { noteError } from '../access-log.js';
 import { withStatus } from '../errors.js';
