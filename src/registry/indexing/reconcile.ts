@@ -213,6 +213,8 @@ interface FullRound {
  * so far asks for (a pass every interval: `repositories × interval / FULL_PASS_MS` each; a late
  * round catches up, and one past its time reads all the rest). A rebuild (berth index rebuild, or
  * the one at start-up over an existing root) read everything: a new round starts from it.
+ * No pass is skipped after a long one: the rests after each batch keep the reconciler at about
+ * half of a core, and a write shows at the next pass only if that pass runs.
  */
 export function reconcileTask(driver: StorageDriver, index: MetadataIndex, interval: number, clock: Clock, logger: Pick<Logger, 'info' | 'warn' | 'debug'>, done?: (summary: ReconcileSummary) => void): PeriodicTask {
   /** repositories the last pass walked: the size of a share */
