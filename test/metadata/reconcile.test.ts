@@ -15,7 +15,8 @@ import { validateConfig } from '../../src/config/load.js';
 import { openMetadataIndex } from '../../src/features/metadata.js';
 import type { MetadataIndex } from '../../src/metadata/metadata-index.js';
 import type { Digest } from '../../src/registry/digest.js';
-import { FINGERPRINT_BATCH, reconcileIndex } from '../../src/registry/indexing/reconcile.js';
+import { FINGERPRINT_BATCH, FULL_PASS_MS, reconcileIndex, reconcileTask, type ReconcileSummary } from '../../src/registry/indexing/reconcile.js';
+import { rebuildIndex } from '../../src/registry/indexing/rebuild.js';
 import { blobData, layerLink } from '../../src/registry/layout.js';
 import { verifyIndex } from '../../src/registry/indexing/verify-index.js';
 import { FilesystemDriver } from '../../src/storage/filesystem.js';
@@ -219,6 +220,63 @@ describe('the reconciler', () => {
     assert.deepEqual((await index.readRepository('dangling/app'))?.blobs, [{ digest, size: content.length }]);
     assert.deepEqual(await differences(driver, index), []);
     assert.equal((await reconcileIndex(driver, index, { storeNow: settled })).skipped, 1);
+  });
+
+  it('spreads the hourly full pass over the passes of the hour, so a Distribution write made after that hour shows at the next pass', async () => {
+    const root = await mkdtemp(join(dir, 'rounds-'));
+    const link = async (name: string, text: string) => {
+      const hex = createHash('sha256').update(text).digest('hex');
+      await mkdir(join(root, `${REPOS}/${name}/_layers/sha256/${hex}`), { recursive: true });
+      await writeFile(join(root, `${REPOS}/${name}/_layers/sha256/${hex}/link`), `sha256:${hex}`);
+      const data = join(root, blobData(`sha256:${hex}` as Digest));
+      await mkdir(join(data, '..'), { recursive: true });
+      await writeFile(data, text);
+    };
+    const names = Array.from({ length: FINGERPRINT_BATCH + 6 }, (_, i) => `rounds/r${String(i).padStart(3, '0')}`);
+    for (const name of names) await link(name, name);
+    const clock = new ManualClock(Date.now());
+    // reading a repository whole takes 10 s of the store's time, one read at a time (a slow disk): all of them, 700 s
+    let reads = Promise.resolve();
+    class SlowReads extends FilesystemDriver {
+      override async readSmallFiles(paths: readonly string[]) {
+        const turn = reads.then(() => clock.advance(10_000));
+        reads = turn;
+        await turn;
+        return super.readSmallFiles(paths);
+      }
+    }
+    const driver = new SlowReads({ rootdirectory: root, settleMs: 0 });
+    const index = await freshIndex(root);
+    await rebuildIndex(driver, index, { now: () => clock.now(), storeNow: settled });
+    const interval = 10 * 60_000;
+    const summaries: ReconcileSummary[] = [];
+    const task = reconcileTask(driver, index, interval, clock, { info() {}, warn() {}, debug() {} }, (summary) => summaries.push(summary));
+    const signal = new AbortController().signal;
+    const longest = { ms: 0 };
+    const pass = async () => {
+      await clock.advance(interval);
+      const started = clock.now();
+      await task.run(signal);
+      longest.ms = Math.max(longest.ms, clock.now() - started);
+    };
+    // the passes of the hour after the rebuild, up to the one an hour after it
+    for (let i = 0; i < FULL_PASS_MS / interval; i++) await pass();
+    // a layer linked by Distribution on the shared root after that pass
+    await link('rounds/r050', 'pushed by Distribution');
+    // checked through a driver of its own, whose reads take none of the store's time
+    const plain = new FilesystemDriver({ rootdirectory: root });
+    assert.equal((await differences(plain, index)).length, 1);
+    await pass();
+    const left = await differences(plain, index);
+    await Promise.all([driver.close(), plain.close()]);
+    assert.deepEqual(left, [], 'shown by the pass one interval later');
+    assert.ok(longest.ms < interval, `the longest pass took ${longest.ms} ms of the store's time`);
+    // every repository read whole once in the round the rebuild started, a share per pass (about
+    // a sixth, as the round's time so far asks: the reads' own time counts too)
+    const round = summaries.slice(0, summaries.findIndex((s) => s.share?.complete) + 1);
+    assert.ok(round.length >= 5, JSON.stringify(round.map((s) => s.share!.read)));
+    assert.equal(round.reduce((sum, s) => sum + s.share!.read, 0), names.length);
+    assert.ok(round.every((s) => s.share!.read < names.length / 3), JSON.stringify(round.map((s) => s.share!.read)));
   });
 
   it('runs on the scheduler every metadata.reconcile.interval, by one instance', async () => {

@@ -13,19 +13,38 @@ import { inOrderAhead } from '../pool.js';
  * nesting, so a walk keeps at most this many per level in flight)
  */
 const LISTINGS_AHEAD = 8;
+/**
+ * on a driver with inspectDirectories (the filesystem), the directories listed in one call (on its
+ * worker threads), one call ahead: a listing through libuv's pool is a hand-off, a wake-up and a
+ * promise on the main thread per repository, 100,000 of them for a pass of the reconciler
+ */
+const LISTINGS_PER_CALL = 256;
+
+/** the names in each of these directories (relative to `repositories/`), in order; a missing one has none */
+type Lister = (prefixes: string[]) => Promise<string[][]>;
 
 export async function* repositoryNames(driver: StorageDriver, prefix = ''): AsyncGenerator<string> {
-  yield* walk(driver, prefix, await listing(driver, prefix));
+  const inspect = driver.inspectDirectories?.bind(driver);
+  const lister: Lister = inspect
+    ? async (prefixes) => (await inspect(prefixes.map((p) => ({ path: directory(p), names: true })))).map((facts) => (facts.exists && facts.names) || [])
+    : async ([one]) => [(await unlessMissing(driver.listNames(directory(one)))) ?? []];
+  const [names] = await lister([prefix]);
+  yield* walk(lister, inspect ? LISTINGS_PER_CALL : 1, prefix, names);
 }
 
-async function* walk(driver: StorageDriver, prefix: string, names: string[]): AsyncGenerator<string> {
+async function* walk(lister: Lister, perCall: number, prefix: string, names: string[]): AsyncGenerator<string> {
   if (prefix !== '' && (names.includes('_manifests') || names.includes('_layers'))) yield prefix;
   // `_manifests`, `_layers` and `_uploads` are a repository's own; nested names never start with '_'
   const children = names.filter((name) => !name.startsWith('_')).map((name) => (prefix === '' ? name : `${prefix}/${name}`));
-  const listings = inOrderAhead(children, LISTINGS_AHEAD, async (child) => ({ child, names: await listing(driver, child) }));
-  for await (const { child, names: childNames } of listings) yield* walk(driver, child, childNames);
+  const calls: string[][] = [];
+  for (let i = 0; i < children.length; i += perCall) calls.push(children.slice(i, i + perCall));
+  // one call of many directories keeps one more in flight; a call per directory keeps LISTINGS_AHEAD
+  const listings = inOrderAhead(calls, perCall > 1 ? 2 : LISTINGS_AHEAD, async (call) => ({ call, names: await lister(call) }));
+  for await (const { call, names: each } of listings) {
+    for (let i = 0; i < call.length; i++) yield* walk(lister, perCall, call[i], each[i]);
+  }
 }
 
-async function listing(driver: StorageDriver, prefix: string): Promise<string[]> {
-  return (await unlessMissing(driver.listNames(prefix === '' ? REPOSITORIES : `${REPOSITORIES}/${prefix}`))) ?? [];
+function directory(prefix: string): string {
+  return prefix === '' ? REPOSITORIES : `${REPOSITORIES}/${prefix}`;
 }

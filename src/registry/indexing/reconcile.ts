@@ -16,16 +16,19 @@
  * Memory: the names of the repositories (to find those the index has and storage no longer does)
  * and the repositories in progress; never the whole registry. A link whose content was missing at the last read is kept
  * with the fingerprint and checked on each pass (its content completed by another push changes no
- * directory of the repository). A full pass (no fingerprint trusted) runs once per FULL_PASS_MS,
- * for what no repository directory shows otherwise: a blob's content deleted under its `_layers`
- * link, a configuration blob arriving after its manifest.
+ * directory of the repository). Every repository is also read whole (no fingerprint trusted) once
+ * per FULL_PASS_MS, for what no repository directory shows otherwise: a blob's content deleted
+ * under its `_layers` link, a configuration blob arriving after its manifest. The scheduled pass
+ * spreads that full pass over the hour, a share per pass after a cursor kept in the index
+ * (reconcileTask), so every pass costs about the same and none outlasts the interval because of
+ * it: a Distribution write shows at the next pass.
  */
 import type { Logger } from 'pino';
 import { REBUILT_KEY, RepositoryChangedError, type MetadataIndex } from '../../metadata/metadata-index.js';
 import { StorageVersions } from '../../metadata/storage-versions.js';
 import type { Clock } from '../../scheduler/clock.js';
 import type { PeriodicTask } from '../../scheduler/scheduler.js';
-import type { StorageDriver } from '../../storage/driver.js';
+import { pathSortKey, type StorageDriver } from '../../storage/driver.js';
 import { repositoryNames } from '../gc/repositories.js';
 import { forEach, mapLimited } from '../pool.js';
 import { sharedPass } from '../shared-schedule.js';
@@ -45,12 +48,20 @@ export const FINGERPRINT_BATCH = 64;
 export const REST_PER_BUSY = 1;
 /** a pass that trusts no fingerprint, at most this often (index_state FULL_PASS_KEY) */
 export const FULL_PASS_MS = 60 * 60_000;
-/** index_state: when the last full pass started (ISO time) */
+/** index_state: when the last full pass started (ISO time); with the scheduled pass's shares, when the current round of them started */
 export const FULL_PASS_KEY = 'reconciled-full';
+/** index_state: how far the current round of shares got (JSON FullRound) */
+export const FULL_ROUND_KEY = 'reconciled-full-round';
 
 export interface ReconcileOptions {
   /** read every repository, whatever its fingerprint */
   full?: boolean;
+  /**
+   * read whole, whatever their fingerprints, the first `count` repositories after `after` (a
+   * repository name; '' before the first) in the walk's order: a share of the full pass, which
+   * the scheduled pass spreads over FULL_PASS_MS (reconcileTask)
+   */
+  share?: { after: string; count: number };
   signal?: AbortSignal;
   /** a repository that could not be reconciled (the pass goes on with the others) */
   failed?: (name: string, err: unknown) => void;
@@ -65,6 +76,8 @@ export interface ReconcileSummary {
   repositories: number;
   /** read whole (and written to the index where it differed) */
   read: number;
+  /** of those read, differed from the index: written */
+  written: number;
   /** unchanged since the last read: skipped */
   skipped: number;
   /** written to while being read: left to the next pass */
@@ -72,10 +85,12 @@ export interface ReconcileSummary {
   /** in the index, no longer in storage: dropped */
   dropped: number;
   failed: number;
+  /** of `share`: how many it took, the last of them, and whether it took every one after `after` (the round of shares is complete) */
+  share?: { read: number; last: string; complete: boolean };
 }
 
 export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex, options: ReconcileOptions = {}): Promise<ReconcileSummary> {
-  const summary: ReconcileSummary = { repositories: 0, read: 0, skipped: 0, deferred: 0, dropped: 0, failed: 0 };
+  const summary: ReconcileSummary = { repositories: 0, read: 0, written: 0, skipped: 0, deferred: 0, dropped: 0, failed: 0 };
   const versions = new StorageVersions(index.db);
   const storeNow = options.storeNow ?? Date.now;
   const seen = new Set<string>();
@@ -84,11 +99,11 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     options.failed?.(name, err);
   };
 
-  /** one repository of a batch, its fingerprint taken before (or why it could not be) */
-  const reconcile = async (name: string, before: Fingerprint | { error: unknown }, kept: string | undefined): Promise<void> => {
+  /** one repository of a batch, its fingerprint taken before (or why it could not be); `whole`: read it whatever its fingerprint */
+  const reconcile = async (name: string, before: Fingerprint | { error: unknown }, kept: string | undefined, whole: boolean): Promise<void> => {
     if ('error' in before) return failed(name, before.error);
     try {
-      if (!options.full && (await stillKept(driver, kept, before))) {
+      if (!whole && (await stillKept(driver, kept, before))) {
         summary.skipped++;
         return;
       }
@@ -105,7 +120,10 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
       let differs = !rows;
       if (rows) compareRepository(facts, rows, () => (differs = true));
       // equal already (most repositories of a full pass): nothing to write
-      if (differs) await index.replaceRepository(facts, facts.hasManifests, changes);
+      if (differs) {
+        await index.replaceRepository(facts, facts.hasManifests, changes);
+        summary.written++;
+      }
       await keepFingerprint(versions, name, before, facts.unstoredLinks);
       summary.read++;
     } catch (err) {
@@ -119,6 +137,16 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     }
   };
 
+  // the share of the full pass: repositories after `after` in the walk's order, `count` of them
+  const share = options.share && { after: pathSortKey(options.share.after), left: options.share.count, read: 0, last: options.share.after, complete: true };
+  const inShare = (name: string): boolean => {
+    if (!share || pathSortKey(name) <= share.after) return false;
+    if (share.left === 0) return (share.complete = false);
+    share.left--;
+    share.read++;
+    share.last = name;
+    return true;
+  };
   let batchStarted: number | undefined;
   for await (const batch of batches(repositoryNames(driver), FINGERPRINT_BATCH)) {
     if (batchStarted !== undefined) await options.rest?.(performance.now() - batchStarted);
@@ -128,7 +156,8 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     summary.repositories += batch.length;
     // every fingerprint of the batch is taken before any of its repositories is read
     const [before, kept] = await Promise.all([batchFingerprints(driver, batch, storeNow), options.full ? [] : versions.getMany(batch)]);
-    await forEach(batch.keys(), RECONCILE_REPOSITORIES, (i) => reconcile(batch[i], before[i], kept[i]));
+    const whole = batch.map((name) => options.full === true || inShare(name));
+    await forEach(batch.keys(), RECONCILE_REPOSITORIES, (i) => reconcile(batch[i], before[i], kept[i], whole[i]));
   }
   options.signal?.throwIfAborted();
   for (const name of await index.repositoryNames()) {
@@ -140,7 +169,8 @@ export async function reconcileIndex(driver: StorageDriver, index: MetadataIndex
     if (await index.dropRepository(name, changes)) summary.dropped++;
     else summary.deferred++;
   }
-  if (options.full) await index.dropUnlinkedBlobs(); // as a rebuild ends
+  if (share) summary.share = { read: share.read, last: share.last, complete: share.complete };
+  if (options.full || share?.complete) await index.dropUnlinkedBlobs(); // as a rebuild ends
   return summary;
 }
 
@@ -166,35 +196,72 @@ async function* batches<T>(items: AsyncIterable<T>, size: number): AsyncGenerato
   if (batch.length > 0) yield batch;
 }
 
+/** how far the current round of the full pass's shares got (index_state FULL_ROUND_KEY) */
+interface FullRound {
+  /** when the round started (ms since the epoch, as FULL_PASS_KEY or REBUILT_KEY says) */
+  started: number;
+  /** the last repository read whole in it ('' none yet) */
+  after: string;
+  /** repositories read whole in it */
+  read: number;
+}
+
 /**
  * The scheduled pass: one instance at a time, every `interval` (../shared-schedule.ts,
- * `_berth/schedule/reconcile.json`), a full one at most once per FULL_PASS_MS.
+ * `_berth/schedule/reconcile.json`). The full pass is spread over FULL_PASS_MS in shares: each
+ * pass also reads whole the repositories after the round's cursor, as many as the round's time
+ * so far asks for (a pass every interval: `repositories × interval / FULL_PASS_MS` each; a late
+ * round catches up, and one past its time reads all the rest). A rebuild (berth index rebuild, or
+ * the one at start-up over an existing root) read everything: a new round starts from it.
+ * No pass is skipped after a long one: the rests after each batch keep the reconciler at about
+ * half of a core, and a write shows at the next pass only if that pass runs.
  */
 export function reconcileTask(driver: StorageDriver, index: MetadataIndex, interval: number, clock: Clock, logger: Pick<Logger, 'info' | 'warn' | 'debug'>, done?: (summary: ReconcileSummary) => void): PeriodicTask {
-  let lastEnded = -Infinity;
-  let lastDuration = 0;
+  /** repositories the last pass walked: the size of a share */
+  let lastRepositories: number | undefined;
   return sharedPass(driver, clock, logger, {
     name: 'index reconciliation',
     stateName: 'reconcile',
     interval,
     async run(signal) {
       const started = clock.now();
-      // a pass longer than the interval leaves as much time idle after it as it took: the
-      // reconciler keeps at most half of a core busy on a registry too large for its interval
-      if (started - lastEnded < lastDuration) return;
-      // a rebuild (berth index rebuild, or the one at start-up over an existing root) is a full pass too
-      const lastFull = Math.max(...(await Promise.all([index.state(FULL_PASS_KEY), index.state(REBUILT_KEY)])).map((at) => Date.parse(at ?? '')).filter((t) => !Number.isNaN(t)), -Infinity);
-      const full = !(started - lastFull < FULL_PASS_MS);
-      const summary = await reconcileIndex(driver, index, { full, signal, rest: (busyMs) => rest(busyMs, signal), failed: (name, err) => logger.warn({ err, repository: name }, 'index reconciliation: could not reconcile a repository (the next pass tries again)') });
-      if (full) await index.setState(FULL_PASS_KEY, new Date(started).toISOString());
-      lastEnded = clock.now();
-      lastDuration = lastEnded - started;
+      const roundStarted = Math.max(...(await Promise.all([index.state(FULL_PASS_KEY), index.state(REBUILT_KEY)])).map((at) => Date.parse(at ?? '')).filter((t) => !Number.isNaN(t)), 0);
+      const kept = parseRound(await index.state(FULL_ROUND_KEY));
+      const round: FullRound = kept?.started === roundStarted ? kept : { started: roundStarted, after: '', read: 0 };
+      const repositories = lastRepositories ?? (await index.repositoryNames()).length;
+      // the part of the round due by now: all of it FULL_PASS_MS after its start
+      const due = Math.min(1, (started - round.started) / FULL_PASS_MS);
+      const count = Math.max(0, Math.ceil(due * repositories) - round.read);
+      const summary = await reconcileIndex(driver, index, {
+        share: { after: round.after, count },
+        signal,
+        rest: (busyMs) => rest(busyMs, signal),
+        failed: (name, err) => logger.warn({ err, repository: name }, 'index reconciliation: could not reconcile a repository (the next pass tries again)'),
+      });
+      lastRepositories = summary.repositories;
+      const share = summary.share!;
+      if (share.complete) {
+        // every repository read whole since the round started: the next round starts with this pass
+        await index.setState(FULL_PASS_KEY, new Date(started).toISOString());
+        await index.setState(FULL_ROUND_KEY, JSON.stringify({ started, after: '', read: 0 } satisfies FullRound));
+      } else await index.setState(FULL_ROUND_KEY, JSON.stringify({ started: round.started, after: share.last, read: round.read + share.read } satisfies FullRound));
       done?.(summary);
-      const fields = { ...summary, full, durationMs: clock.now() - started };
-      if (summary.read + summary.dropped + summary.failed > 0) logger.info(fields, 'index reconciliation done');
+      const fields = { ...summary, durationMs: clock.now() - started };
+      // the share's reads of repositories already equal are routine
+      if (summary.written + summary.dropped + summary.failed > 0) logger.info(fields, 'index reconciliation done');
       else logger.debug(fields, 'index reconciliation done: nothing changed');
     },
   });
+}
+
+function parseRound(text: string | undefined): FullRound | undefined {
+  try {
+    const round = JSON.parse(text ?? '') as Partial<FullRound>;
+    if (typeof round.started === 'number' && typeof round.after === 'string' && typeof round.read === 'number') return round as FullRound;
+  } catch {
+    // unreadable: a new round
+  }
+  return undefined;
 }
 
 /**
