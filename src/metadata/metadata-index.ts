@@ -347,8 +347,8 @@ async function claimUnchanged(tx: Tx, batch: readonly Replacement[]): Promise<Re
 }
 
 async function replaceManifests(tx: Tx, kept: Replacement[], names: string[], range: KeyRange): Promise<void> {
-  const manifests = kept.flatMap((r) => r.facts.manifests);
-  const wanted = new Set(manifests.map((m) => `${m.repository}\n${m.digest}`));
+  const records = manifests(kept);
+  const wanted = new Set(records.map((m) => `${m.repository}\n${m.digest}`));
   const indexed = await inChunks(names, (chunk) =>
     tx
       .selectFrom('manifests')
@@ -362,7 +362,7 @@ async function replaceManifests(tx: Tx, kept: Replacement[], names: string[], ra
   for (const [repository, digests] of byRepository(stale, (m) => m.digest)) {
     for (const chunk of chunks(digests)) await tx.deleteFrom('manifests').where('repository', '=', repository).where('digest', 'in', chunk).execute();
   }
-  await upsertManifests(tx, manifests);
+  await upsertManifests(tx, records);
 }
 
 async function replaceTags(queries: RequestQueries, tx: Tx, kept: Replacement[], names: string[], range: KeyRange, at: string): Promise<void> {
@@ -396,13 +396,26 @@ async function replaceTags(queries: RequestQueries, tx: Tx, kept: Replacement[],
       .onConflict((oc) => oc.columns(['repository', 'tag', 'from_at', 'digest']).doUpdateSet({ to_at: null }))
       .execute();
   }
+  // each tag's manifest's figures in its row when the batch holds the manifest (a part of tags
+  // does not): the insert triggers then leave the row alone (migration 0009_tag_writes)
+  const figures = new Map(manifests(kept).map((m) => [`${m.repository}\n${m.digest}`, m]));
   for (const chunk of chunks(tags, BATCH / 4)) {
     await tx
       .insertInto('tags')
-      .values(chunk.map((t) => ({ repository: t.repository, name: t.name, digest: t.digest, pushed_at: t.pushed })))
+      .values(chunk.map((t) => ({ repository: t.repository, name: t.name, digest: t.digest, pushed_at: t.pushed, ...tagFigures(figures.get(`${t.repository}\n${t.digest}`)) })))
       .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet((eb) => ({ digest: eb.ref('excluded.digest'), pushed_at: eb.ref('excluded.pushed_at') })))
       .execute();
   }
+}
+
+function manifests(kept: Replacement[]): ManifestRecord[] {
+  return kept.flatMap((r) => r.facts.manifests);
+}
+
+/** what the triggers copy onto a tag from its manifest (none known: what they find, NULL `media_type` makes them look) */
+function tagFigures(m: ManifestRecord | undefined) {
+  if (!m) return { manifest_size: 0, image_size: null, created: null, platform_names: null, media_type: null };
+  return { manifest_size: m.size, image_size: m.imageSize, created: m.created, platform_names: platformNames(m.platforms), media_type: m.mediaType };
 }
 
 async function replaceLinks(tx: Tx, kept: Replacement[], names: string[], range: KeyRange): Promise<void> {
