@@ -2,16 +2,19 @@
  * Step 0009_tag_writes (src/metadata/tag-writes-migration.ts) on both engines: `tags_by_digest`
  * is gone and the lookups of a repository's tags by digest still read an index
  * (`tags_by_digest_name`); a tag the rebuild writes with its manifest's figures holds what the
- * triggers give a tag written without them (the request path's, and a part of tags alone).
+ * triggers give a tag written without them (the request path's, and a part of tags alone); a
+ * SQLite database at step 0008 with rows keeps them through the step.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import SQLite from 'better-sqlite3';
+import { Kysely, sql, SqliteDialect } from 'kysely';
 import { openMetadataIndex } from '../../src/features/metadata.js';
 import type { MetadataIndex } from '../../src/metadata/metadata-index.js';
+import { migrator } from '../../src/metadata/migrations.js';
 import type { ManifestRecord } from '../../src/metadata/records.js';
 import { needPostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
@@ -158,3 +161,36 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+describe('migration 0009_tag_writes over a SQLite database with rows', () => {
+  it('keeps the rows, and the triggers still fill a tag written without its figures', async () => {
+    const tmp = await mkdtemp(join(tmpdir(), 'berth-tag-writes-upgrade-'));
+    try {
+      const path = join(tmp, 'index.sqlite');
+      const old = new Kysely<any>({ dialect: new SqliteDialect({ database: new SQLite(path) }) });
+      assert.equal((await migrator(old, 'sqlite').migrateTo('0008_audit')).error, undefined);
+      await old.insertInto('repositories').values({ name: 'r', has_manifests: 1 }).execute();
+      await old.insertInto('manifests').values({ repository: 'r', digest: A, media_type: 'application/vnd.oci.image.manifest.v1+json', size: 512, platforms: '[]', labels: '{}', annotations: '{}', pushed_at: '2026-11-01T00:00:00.000Z' }).execute();
+      await old.insertInto('tags').values({ repository: 'r', name: 'old', digest: A, pushed_at: '2026-11-01T00:00:00.000Z' }).execute();
+      await old.destroy();
+
+      const index = await openMetadataIndex({ storage: {}, metadata: { enabled: true, sqlite: { path } } });
+      try {
+        assert.ok(!(await indexNames(index)).includes('tags_by_digest'));
+        await index.tagMoved('r', 'new', A);
+        assert.deepEqual(
+          (await tagRows(index, 'r')).map((t) => [t.name, t.manifest_size, t.media_type]),
+          [
+            ['new', 512, 'application/vnd.oci.image.manifest.v1+json'],
+            ['old', 512, 'application/vnd.oci.image.manifest.v1+json'],
+          ],
+        );
+        assert.equal((await figures(index, 'r')).tags, 2);
+      } finally {
+        await index.close();
+      }
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  });
+});
