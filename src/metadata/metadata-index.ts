@@ -456,7 +456,7 @@ function tagRow(t: TagRecord & { repository: string }, f: ReturnType<typeof tagF
 }
 
 async function replaceLinks(b: BatchQueries, tx: Tx, kept: Replacement[], names: string[], range: KeyRange): Promise<void> {
-  const links = new Set(kept.flatMap((r) => r.facts.blobs.map((b) => `${r.facts.name}\n${b.digest}`)));
+  const links = new Set(kept.flatMap((r) => r.facts.blobs.map((blob) => `${r.facts.name}\n${blob.digest}`)));
   const indexed = await inChunks(names, (chunk) =>
     tx
       .selectFrom('repository_blobs')
