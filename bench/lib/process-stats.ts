@@ -22,7 +22,16 @@ function clockTicks(): number {
 
 /** user + system CPU seconds the process has used since it started */
 export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return statCpuSeconds(`/proc/${pid}/stat`);
+}
+
+/** user + system CPU seconds this process's main thread (its JavaScript, and what runs synchronously on it: SQLite) has used */
+export function mainThreadCpuSeconds(): number {
+  return statCpuSeconds(`/proc/self/task/${process.pid}/stat`);
+}
+
+function statCpuSeconds(file: string): number {
+  const stat = readFileSync(file, 'utf8');
   // the command name (field 2) is in parentheses and may contain spaces: count after the last ')'
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[0] is field 3 (state); utime and stime are fields 14 and 15

@@ -10,7 +10,7 @@
  */
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Engine } from './migrations.js';
-import { PreparedQuery } from './prepared.js';
+import { PreparedQuery, PreparedRows } from './prepared.js';
 import type { BlobLinkRecord, ManifestRecord, RepositoryFacts, TagHistoryRecord, TagRecord } from './records.js';
 import type { Database, ManifestsTable } from './schema.js';
 
@@ -46,6 +46,7 @@ export interface KeyRange {
 
 export class MetadataIndex {
   private readonly queries: RequestQueries;
+  private readonly batchQueries: BatchQueries;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -53,6 +54,7 @@ export class MetadataIndex {
     private readonly now: () => number = Date.now,
   ) {
     this.queries = new RequestQueries(db);
+    this.batchQueries = new BatchQueries(db);
   }
 
   private time(): string {
@@ -133,7 +135,7 @@ export class MetadataIndex {
   async replaceRepository(facts: RepositoryFacts, hasManifests: boolean, expectChanges?: number): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
       // a write of the request path landed since `facts` were read: they may lack it (roll back)
-      if ((await replaceAll(this.queries, tx, [{ facts, hasManifests, expectChanges }], this.time())).length > 0) throw new RepositoryChangedError(facts.name);
+      if ((await replaceAll(this.queries, this.batchQueries, tx, [{ facts, hasManifests, expectChanges }], this.time())).length > 0) throw new RepositoryChangedError(facts.name);
     });
   }
 
@@ -144,7 +146,7 @@ export class MetadataIndex {
    * `expectChanges` is left as it was; its name is returned, to be read from storage again.
    */
   async replaceRepositories(batch: readonly Replacement[]): Promise<string[]> {
-    return this.db.transaction().execute((tx) => replaceAll(this.queries, tx, batch, this.time()));
+    return this.db.transaction().execute((tx) => replaceAll(this.queries, this.batchQueries, tx, batch, this.time()));
   }
 
   /**
@@ -294,6 +296,36 @@ class RequestQueries {
   }
 }
 
+type TagRow = ReturnType<typeof tagRow>;
+type HistoryRow = { repository: string; tag: string; digest: string; from_at: string };
+
+/** the rebuild's statements over many rows, each compiled once per number of rows (prepared.ts) */
+class BatchQueries {
+  readonly manifests: PreparedRows<keyof ManifestRow>;
+  readonly tags: PreparedRows<keyof TagRow>;
+  readonly history: PreparedRows<keyof HistoryRow>;
+  readonly blobs: PreparedRows<'digest' | 'size'>;
+  readonly links: PreparedRows<'repository' | 'digest'>;
+
+  constructor(db: Kysely<Database>) {
+    this.manifests = new PreparedRows(Object.keys(manifestRow(SAMPLE_MANIFEST)) as (keyof ManifestRow)[], (rows) => manifestsUpsert(db, rows));
+    this.tags = new PreparedRows(Object.keys(tagRow({ repository: '', name: '', digest: '', pushed: '' }, UNKNOWN_FIGURES)) as (keyof TagRow)[], (rows) =>
+      db
+        .insertInto('tags')
+        .values(rows)
+        .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet((eb) => ({ digest: eb.ref('excluded.digest'), pushed_at: eb.ref('excluded.pushed_at') }))),
+    );
+    this.history = new PreparedRows(['repository', 'tag', 'digest', 'from_at'], (rows) =>
+      db
+        .insertInto('tag_history')
+        .values(rows.map((r) => ({ ...r, to_at: null, pushed_by: null })))
+        .onConflict((oc) => oc.columns(['repository', 'tag', 'from_at', 'digest']).doUpdateSet({ to_at: null })),
+    );
+    this.blobs = new PreparedRows(['digest', 'size'], (rows) => blobsUpsert(db, rows.map((r) => [r.digest, r.size])));
+    this.links = new PreparedRows(['repository', 'digest'], (rows) => linksInsert(db, rows));
+  }
+}
+
 /** a record whose row gives the manifests table's columns, in order */
 const SAMPLE_MANIFEST: ManifestRecord = { repository: '', digest: '', mediaType: '', size: 0, configDigest: null, platforms: [], labels: {}, annotations: {}, subject: null, pushed: '', imageSize: null, created: null };
 
@@ -308,7 +340,7 @@ async function changesOf(db: Kysely<Database>, name: string): Promise<number> {
  * (claimUnchanged), the others' rows (or, for a part, the rows of its ranges) made what storage
  * holds. `at`: when the tags that went or moved left.
  */
-async function replaceAll(queries: RequestQueries, tx: Tx, batch: readonly Replacement[], at: string): Promise<string[]> {
+async function replaceAll(queries: RequestQueries, b: BatchQueries, tx: Tx, batch: readonly Replacement[], at: string): Promise<string[]> {
   const part = batch.find((r) => r.part)?.part;
   if (part && batch.length > 1) throw new Error('a part of a repository is replaced alone, not in a batch');
   const kept = await claimUnchanged(tx, batch);
@@ -316,9 +348,9 @@ async function replaceAll(queries: RequestQueries, tx: Tx, batch: readonly Repla
   // a part reads (and removes) only the rows of its ranges; a whole repository all its rows
   const touches = (kind: RowKind) => !part || part[kind] !== undefined;
   const range = (kind: RowKind): KeyRange => part?.[kind] ?? {};
-  if (touches('manifests')) await replaceManifests(tx, kept, names, range('manifests'));
-  if (touches('tags')) await replaceTags(queries, tx, kept, names, range('tags'), at);
-  if (touches('blobs')) await replaceLinks(tx, kept, names, range('blobs'));
+  if (touches('manifests')) await replaceManifests(b, tx, kept, names, range('manifests'));
+  if (touches('tags')) await replaceTags(queries, b, tx, kept, names, range('tags'), at);
+  if (touches('blobs')) await replaceLinks(b, tx, kept, names, range('blobs'));
   return batch.filter((r) => !kept.includes(r)).map((r) => r.facts.name);
 }
 
@@ -346,9 +378,9 @@ async function claimUnchanged(tx: Tx, batch: readonly Replacement[]): Promise<Re
   return kept;
 }
 
-async function replaceManifests(tx: Tx, kept: Replacement[], names: string[], range: KeyRange): Promise<void> {
-  const manifests = kept.flatMap((r) => r.facts.manifests);
-  const wanted = new Set(manifests.map((m) => `${m.repository}\n${m.digest}`));
+async function replaceManifests(b: BatchQueries, tx: Tx, kept: Replacement[], names: string[], range: KeyRange): Promise<void> {
+  const records = manifests(kept);
+  const wanted = new Set(records.map((m) => `${m.repository}\n${m.digest}`));
   const indexed = await inChunks(names, (chunk) =>
     tx
       .selectFrom('manifests')
@@ -362,10 +394,10 @@ async function replaceManifests(tx: Tx, kept: Replacement[], names: string[], ra
   for (const [repository, digests] of byRepository(stale, (m) => m.digest)) {
     for (const chunk of chunks(digests)) await tx.deleteFrom('manifests').where('repository', '=', repository).where('digest', 'in', chunk).execute();
   }
-  await upsertManifests(tx, manifests);
+  for (const chunk of chunks(records.map(manifestRow), BATCH / 20)) await b.manifests.run(tx, chunk);
 }
 
-async function replaceTags(queries: RequestQueries, tx: Tx, kept: Replacement[], names: string[], range: KeyRange, at: string): Promise<void> {
+async function replaceTags(queries: RequestQueries, b: BatchQueries, tx: Tx, kept: Replacement[], names: string[], range: KeyRange, at: string): Promise<void> {
   const rows = await inChunks(names, (chunk) =>
     tx
       .selectFrom('tags')
@@ -389,24 +421,42 @@ async function replaceTags(queries: RequestQueries, tx: Tx, kept: Replacement[],
   for (const [repository, names] of byRepository(reopened, (t) => t.name)) {
     for (const chunk of chunks(names)) await tx.updateTable('tag_history').set({ to_at: at }).where('repository', '=', repository).where('tag', 'in', chunk).where('to_at', 'is', null).execute();
   }
-  for (const chunk of chunks(moved, BATCH / 6)) {
-    await tx
-      .insertInto('tag_history')
-      .values(chunk.map((t) => ({ repository: t.repository, tag: t.name, digest: t.digest, from_at: t.pushed, to_at: null, pushed_by: null })))
-      .onConflict((oc) => oc.columns(['repository', 'tag', 'from_at', 'digest']).doUpdateSet({ to_at: null }))
-      .execute();
-  }
-  for (const chunk of chunks(tags, BATCH / 4)) {
-    await tx
-      .insertInto('tags')
-      .values(chunk.map((t) => ({ repository: t.repository, name: t.name, digest: t.digest, pushed_at: t.pushed })))
-      .onConflict((oc) => oc.columns(['repository', 'name']).doUpdateSet((eb) => ({ digest: eb.ref('excluded.digest'), pushed_at: eb.ref('excluded.pushed_at') })))
-      .execute();
-  }
+  for (const chunk of chunks(moved, BATCH / 4)) await b.history.run(tx, chunk.map((t) => ({ repository: t.repository, tag: t.name, digest: t.digest, from_at: t.pushed })));
+  // each tag's manifest's figures in its row when the batch holds the manifest (a part of tags
+  // does not): the insert triggers then leave the row alone (migration 0009_tag_writes)
+  const figures = new Map(manifests(kept).map((m) => [`${m.repository}\n${m.digest}`, tagFigures(m)]));
+  for (const chunk of chunks(tags, BATCH / 4)) await b.tags.run(tx, chunk.map((t) => tagRow(t, figures.get(`${t.repository}\n${t.digest}`) ?? UNKNOWN_FIGURES)));
 }
 
-async function replaceLinks(tx: Tx, kept: Replacement[], names: string[], range: KeyRange): Promise<void> {
-  const links = new Set(kept.flatMap((r) => r.facts.blobs.map((b) => `${r.facts.name}\n${b.digest}`)));
+function manifests(kept: Replacement[]): ManifestRecord[] {
+  return kept.flatMap((r) => r.facts.manifests);
+}
+
+/** what the triggers copy onto a tag from its manifest (computed once per manifest, not per tag) */
+function tagFigures(m: ManifestRecord) {
+  return { manifest_size: m.size, image_size: m.imageSize, created: m.created, platform_names: platformNames(m.platforms), media_type: m.mediaType as string | null };
+}
+
+/** a tag whose manifest the batch does not hold: the triggers look (a NULL `media_type` tells them to) */
+const UNKNOWN_FIGURES: ReturnType<typeof tagFigures> = { manifest_size: 0, image_size: null, created: null, platform_names: null, media_type: null };
+
+/** a tag's row, with what the triggers would copy from its manifest */
+function tagRow(t: TagRecord & { repository: string }, f: ReturnType<typeof tagFigures>) {
+  return {
+    repository: t.repository,
+    name: t.name,
+    digest: t.digest,
+    pushed_at: t.pushed,
+    manifest_size: f.manifest_size,
+    image_size: f.image_size,
+    created: f.created,
+    platform_names: f.platform_names,
+    media_type: f.media_type,
+  };
+}
+
+async function replaceLinks(b: BatchQueries, tx: Tx, kept: Replacement[], names: string[], range: KeyRange): Promise<void> {
+  const links = new Set(kept.flatMap((r) => r.facts.blobs.map((blob) => `${r.facts.name}\n${blob.digest}`)));
   const indexed = await inChunks(names, (chunk) =>
     tx
       .selectFrom('repository_blobs')
@@ -420,7 +470,11 @@ async function replaceLinks(tx: Tx, kept: Replacement[], names: string[], range:
   for (const [repository, digests] of byRepository(unlinked, (l) => l.digest)) {
     for (const chunk of chunks(digests)) await tx.deleteFrom('repository_blobs').where('repository', '=', repository).where('digest', 'in', chunk).execute();
   }
-  await linkBlobs(tx, kept.flatMap((r) => r.facts.blobs.map((b) => ({ repository: r.facts.name, ...b }))));
+  const linked = kept.flatMap((r) => r.facts.blobs.map((blob) => ({ repository: r.facts.name, ...blob })));
+  // each blob's row (its size), then the repository's link to it
+  const sizes = new Map(linked.map((l) => [l.digest, l.size]));
+  for (const chunk of chunks([...sizes])) await b.blobs.run(tx, chunk.map(([digest, size]) => ({ digest, size })));
+  for (const chunk of chunks(linked)) await b.links.run(tx, chunk);
 }
 
 /** what `read` gives for the named repositories, asked a few IN lists at a time */
@@ -488,10 +542,6 @@ function manifestRecord(row: Selectable<ManifestsTable>): ManifestRecord {
   };
 }
 
-async function upsertManifests(tx: Tx, records: ManifestRecord[]): Promise<void> {
-  for (const chunk of chunks(records.map(manifestRow), BATCH / 20)) await manifestsUpsert(tx, chunk).execute();
-}
-
 /** the manifests' rows, each written whole over the one it replaces */
 function manifestsUpsert(db: Kysely<Database>, rows: ManifestRow[]) {
   return db
@@ -527,13 +577,6 @@ async function moveTag(q: RequestQueries, tx: Tx, repository: string, tag: TagRe
 async function removeTag(q: RequestQueries, tx: Tx, repository: string, tag: string, at: string): Promise<void> {
   await q.closeHistory.run(tx, { repository, tag, at });
   await q.deleteTag.run(tx, { repository, name: tag });
-}
-
-/** each blob's row (its size), then the repository's link to it */
-async function linkBlobs(tx: Tx, links: (BlobLinkRecord & { repository: string })[]): Promise<void> {
-  const sizes = new Map(links.map((l) => [l.digest, l.size]));
-  for (const chunk of chunks([...sizes])) await blobsUpsert(tx, chunk).execute();
-  for (const chunk of chunks(links)) await linksInsert(tx, chunk).execute();
 }
 
 /** blobs' rows: digest and size */

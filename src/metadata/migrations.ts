@@ -8,6 +8,7 @@ import { apiTokensStep } from './api-tokens-migration.js';
 import { browseStep } from './browse-migration.js';
 import { figuresStep } from './figures-migration.js';
 import { auditStep } from './audit-migration.js';
+import { tagWritesStep } from './tag-writes-migration.js';
 
 export type Engine = 'sqlite' | 'postgres';
 
@@ -164,6 +165,7 @@ export function migrator(db: Kysely<any>, engine: Engine): Migrator {
       '0006_image_figures': figuresStep(engine === 'postgres'),
       '0007_api_tokens': apiTokensStep(engine === 'postgres'),
       '0008_audit': auditStep(engine === 'postgres'),
+      '0009_tag_writes': tagWritesStep(engine === 'postgres'),
     }),
   };
   return new Migrator({ db, provider });

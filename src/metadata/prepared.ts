@@ -34,3 +34,49 @@ export class PreparedQuery<Name extends string, Row = unknown> {
     return executor.executeQuery({ ...this.compiled, parameters });
   }
 }
+
+/**
+ * A statement over many rows (`INSERT ... VALUES (...), (...)`: the rebuild's batches) built and
+ * compiled once per number of rows, then run with each call's rows: building the query of 50 rows
+ * in Kysely cost about a sixth of the rebuild's writes on the main thread (docs/performance.md,
+ * "Index rebuild", session 13). `build` gets one row of markers per row, each with a marker per
+ * column.
+ */
+export class PreparedRows<Column extends string, Row = unknown> {
+  private readonly byCount = new Map<number, { compiled: CompiledQuery<Row>; places: ([row: number, column: Column] | undefined)[] }>();
+
+  constructor(
+    private readonly columns: readonly Column[],
+    private readonly build: (rows: Record<Column, never>[]) => Compilable<Row>,
+  ) {}
+
+  run(executor: Executor, rows: readonly Record<Column, unknown>[]): Promise<QueryResult<Row>> {
+    const { compiled, places } = this.prepared(rows.length);
+    const parameters = compiled.parameters.map((constant, i) => {
+      const place = places[i];
+      return place === undefined ? constant : rows[place[0]][place[1]];
+    });
+    return executor.executeQuery({ ...compiled, parameters });
+  }
+
+  private prepared(count: number) {
+    let known = this.byCount.get(count);
+    if (known) return known;
+    const markers = new Map<string, [number, Column]>();
+    const rows = Array.from({ length: count }, (_, row) =>
+      Object.fromEntries(
+        this.columns.map((column) => {
+          const marker = `\u0000${row}\u0000${column}\u0000`;
+          markers.set(marker, [row, column]);
+          return [column, marker];
+        }),
+      ) as Record<Column, never>,
+    );
+    const compiled = this.build(rows).compile();
+    const places = compiled.parameters.map((p) => (typeof p === 'string' ? markers.get(p) : undefined));
+    if (new Set(compiled.parameters.filter((p) => typeof p === 'string' && markers.has(p))).size !== markers.size) throw new Error(`prepared rows: not every value became a parameter of ${compiled.sql}`);
+    known = { compiled, places };
+    this.byCount.set(count, known);
+    return known;
+  }
+}
