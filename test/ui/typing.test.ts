@@ -21,7 +21,7 @@ async function runUntilSearch(page: Page, search: string): Promise<void> {
   assert.fail(`the page never navigated to ${search} (it is at ${await page.evaluate(() => location.search)})`);
 }
 
-/** a page whose clock stands still once `path` shows `ready` */
+/** a page open at `url` whose clock stands still once it shows `ready` */
 async function pausedPage(browser: Browser, url: string, ready: string): Promise<{ page: Page; problems: string[] }> {
   const opened = await openPage(browser);
   await opened.page.clock.install();
