@@ -33,7 +33,13 @@ for (const driver of ['filesystem', 's3'] as const) {
   describe(`online deletion of untagged manifests (${driver})`, () => {
     const { DELAY_MS, AGED_MS } = delays(driver);
     const CONFIG = { storage: { maintenance: { gc: { enabled: true, delay: `${DELAY_MS}ms`, deleteuntagged: true } } } };
-    const collect = (d: StorageDriver, dryRun = false) => collectOnline(d, { delayMs: DELAY_MS, dryRun, deleteUntagged: true });
+    // The collections here spare what is younger than a minute on the store's clock (what `age`
+    // moves), so no loaded machine takes longer from a push to the collection that must spare it (the
+    // configured 1 s was crossed at load 25). The configured delay sets only the registry's quiet time
+    // between two records of one use (delay / 4), which `age` waits out for real: it stays short.
+    const YOUNG_MS = 60_000;
+    const OLD_MS = YOUNG_MS + AGED_MS - DELAY_MS;
+    const collect = (d: StorageDriver, dryRun = false) => collectOnline(d, { delayMs: YOUNG_MS, dryRun, deleteUntagged: true });
     after(() => (driver === 's3' ? stopSharedCeph() : undefined));
 
     const withBerth = berthFor(CONFIG, driver);
@@ -46,7 +52,7 @@ for (const driver of ['filesystem', 's3'] as const) {
         const untagged = await pushImageOK(url, 'app/x', buildImage('oci-manifest'));
         const keptSbom = await pushImageOK(url, 'app/x', buildImage('oci-artifact', { subject: index }));
         const goneSbom = await pushImageOK(url, 'app/x', buildImage('oci-artifact', { subject: untagged }));
-        await age(AGED_MS);
+        await age(OLD_MS);
         await pushImageOK(url, 'app/x', second, 'moving'); // `first` is untagged from now on
         const young = await pushImageOK(url, 'app/x', buildImage('oci-manifest'));
 
@@ -72,7 +78,7 @@ for (const driver of ['filesystem', 's3'] as const) {
       await withBerth(async ({ url, app, age }) => {
         const children = [buildImage('oci-manifest'), buildImage('oci-manifest')];
         for (const child of children) await pushImageOK(url, 'app/y', child);
-        await age(AGED_MS);
+        await age(OLD_MS);
         const index = await pushImageOK(url, 'app/y', buildImage('oci-index', { children }));
         const summary = await collect(app.driver);
         assert.equal(summary.manifestsDeleted, 0);
@@ -83,7 +89,7 @@ for (const driver of ['filesystem', 's3'] as const) {
     it('a PUT that records the use of a revision while the collector deletes it brings it back (the protocol, interleaved by hand)', async () => {
       await withBerth(async ({ url, app, age }) => {
         const child = await pushImageOK(url, 'team/race', buildImage('oci-manifest'));
-        await age(AGED_MS);
+        await age(OLD_MS);
         const writer = new TouchingGuard(app.driver, 0);
         // an index PUT records its use of the child right after the collector removed the revision
         const interleaving = new (class extends ForwardingDriver {
@@ -113,7 +119,7 @@ for (const driver of ['filesystem', 's3'] as const) {
           const name = `race/r${round}`;
           const children = Array.from({ length: 8 }, () => buildImage('oci-manifest', { layers: 1, layerSize: 256 }));
           for (const child of children) await pushImageOK(url, name, child);
-          await age(AGED_MS); // every child is now old and untagged; the last two stay unused
+          await age(OLD_MS); // every child is now old and untagged; the last two stay unused
           const collector = (async () => {
             for (let i = 0; i < 2; i++) {
               const s = await collect(app.driver);

@@ -13,3 +13,17 @@ export function pulledAt(driver: StorageDriver, name: string, digest: string, at
     return content?.toString() === new Date(at).toISOString();
   });
 }
+
+/**
+ * a pass on the shared schedule `name` is at work: it holds its claim (src/registry/shared-schedule.ts).
+ * A state caught half-written counts as at work: a pass is starting or ending.
+ */
+export async function passAtWork(driver: StorageDriver, name: string): Promise<boolean> {
+  const content = await unlessMissing(driver.getContent(layout.scheduleState(name)));
+  if (content === undefined) return false;
+  try {
+    return typeof (JSON.parse(content.toString()) as { heldUntil?: unknown }).heldUntil === 'number';
+  } catch {
+    return true;
+  }
+}

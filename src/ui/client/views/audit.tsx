@@ -2,7 +2,7 @@
  * `/ui/audit`: the audit log, newest first, filtered by repository, actor and action (each an
  * exact value, kept in the URL) and paged on the server (`/ui/api/audit`, src/ui/audit-api.ts).
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJSON } from '../api';
 import { Link, Status, Time, useLoad } from '../components';
 import { href, navigate } from '../router';
@@ -16,16 +16,27 @@ export interface AuditFilter {
 
 const FIELDS = ['repository', 'actor', 'action'] as const;
 
+/** a filter as the URL holds it (an empty field is no field) */
+const filterKey = (filter: AuditFilter) => JSON.stringify(FIELDS.map((key) => filter[key] || ''));
+
 export function Audit({ filter, last }: { filter: AuditFilter; last?: string }) {
   const query = new URLSearchParams({ n: '50' });
   for (const key of FIELDS) if (filter[key]) query.set(key, filter[key]!);
   if (last) query.set('last', last);
   const loaded = useLoad(query.toString(), (signal) => getJSON<AuditPage>(`/ui/api/audit?${query}`, '', signal));
   const [form, setForm] = useState<AuditFilter>(filter);
-  useEffect(() => setForm(filter), [filter.repository, filter.actor, filter.action]);
+  // the filter this form last applied (or was last set from): coming back from the URL it does not
+  // overwrite keys typed since; a filter from elsewhere (back, forward, a link) replaces the form
+  const shown = useRef(filterKey(filter));
+  useEffect(() => {
+    if (filterKey(filter) !== shown.current) setForm(filter);
+    shown.current = filterKey(filter);
+  }, [filter.repository, filter.actor, filter.action]);
   const apply = (e: Event) => {
     e.preventDefault();
-    navigate(href('/audit', { repository: form.repository?.trim(), actor: form.actor?.trim(), action: form.action?.trim() }));
+    const applied = { repository: form.repository?.trim(), actor: form.actor?.trim(), action: form.action?.trim() };
+    shown.current = filterKey(applied);
+    navigate(href('/audit', applied));
   };
   return (
     <section>

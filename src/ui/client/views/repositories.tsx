@@ -14,11 +14,22 @@ export function Repositories({ q, last }: { q: string; last?: string }) {
   const loaded = useLoad(query.toString(), (signal) => getJSON<Page>(`/ui/api/repositories?${query}`, '', signal));
   const [text, setText] = useState(q);
   const input = useRef<HTMLInputElement>(null);
-  useEffect(() => setText(q), [q]);
+  // the q this box last navigated to (or was last set from). Its own search coming back as `q` must
+  // not overwrite the box: keys typed since it left would be lost ("cli" searched as "ci"). Only a
+  // q from elsewhere (the back button, a link) replaces what the box holds.
+  const shown = useRef(q);
+  useEffect(() => {
+    if (q !== shown.current) setText(q);
+    shown.current = q;
+  }, [q]);
+  const search = (replace: boolean) => {
+    shown.current = text.trim();
+    navigate(href('/', { q: shown.current }), replace);
+  };
   // typing searches after a pause, replacing the URL (one history entry per search, not per key)
   useEffect(() => {
     if (text === q) return;
-    const timer = setTimeout(() => navigate(href('/', { q: text.trim() }), true), 250);
+    const timer = setTimeout(() => search(true), 250);
     return () => clearTimeout(timer);
   }, [text]);
   // `/` jumps to the search box, as on many sites
@@ -35,7 +46,7 @@ export function Repositories({ q, last }: { q: string; last?: string }) {
   return (
     <section>
       <h1>Repositories</h1>
-      <form role="search" onSubmit={(e) => (e.preventDefault(), navigate(href('/', { q: text.trim() })))}>
+      <form role="search" onSubmit={(e) => (e.preventDefault(), search(false))}>
         <label for="search">Search repositories</label>
         <input id="search" ref={input} type="search" value={text} placeholder="name contains…  (press / to search)" autoComplete="off" onInput={(e) => setText((e.target as HTMLInputElement).value)} />
       </form>
