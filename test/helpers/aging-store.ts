@@ -11,7 +11,7 @@
  * A move keeps the offset of its source when the store keeps the source's modification time
  * (a rename on the filesystem) and takes the current one when it stamps the copy anew (S3).
  */
-import type { FileInfo, FileWriter, WalkFn, WalkOptions } from '../../src/storage/driver.js';
+import type { FileInfo, FileWriter, StorageDriver, WalkFn, WalkOptions } from '../../src/storage/driver.js';
 import { unlessMissing } from '../../src/storage/driver.js';
 import { ForwardingDriver } from '../../src/storage/forwarding.js';
 
@@ -66,5 +66,15 @@ export class AgingStore extends ForwardingDriver {
 
   override walk(path: string, fn: WalkFn, options?: WalkOptions): Promise<void> {
     return super.walk(path, (info) => fn(this.shifted(info.path, info)), options);
+  }
+
+  override get readSmallFiles(): StorageDriver['readSmallFiles'] {
+    const read = super.readSmallFiles;
+    return read && (async (paths) => (await read(paths)).map((file, i) => file && { ...file, modTimeMs: file.modTimeMs + (this.written.get(paths[i]) ?? 0) }));
+  }
+
+  override get listFiles(): StorageDriver['listFiles'] {
+    const list = super.listFiles;
+    return list && (async (path) => (await list(path)).map((info) => this.shifted(info.path, info)));
   }
 }
