@@ -65,11 +65,6 @@ export class AgingStore extends ForwardingDriver {
     return super.walk(path, (info) => fn(this.shifted(info.path, info)), options);
   }
 
-  override get readSmallFiles(): StorageDriver['readSmallFiles'] {
-    const read = super.readSmallFiles;
-    return read && (async (paths) => (await read(paths)).map((file, i) => file && { ...file, modTimeMs: file.modTimeMs + (this.written.get(paths[i]) ?? 0) }));
-  }
-
   override get listFiles(): StorageDriver['listFiles'] {
     const list = super.listFiles;
     return list && (async (path) => (await list(path)).map((info) => this.shifted(info.path, info)));

@@ -20,19 +20,14 @@ export interface TouchRecord {
 }
 
 /**
- * a blob's last recorded use, or undefined: one readSmallFiles where the driver has it. Otherwise
- * the content first, and its time only when there is a record: most blobs a collection looks at
- * have none, and a read of a missing object is one call where a `stat` of one may cost more. A
+ * a blob's last recorded use, or undefined. The content first, and its time only when there is a
+ * record: most blobs a collection looks at have none, and on S3 a read of a missing object is one
+ * request where a `stat` of one costs three (it checks for a pending upload and a directory). A
  * record rewritten between the two reads pairs the older token with the newer time: the newer time
  * only spares more, and the rewrite came after the read of the token, so the request that made it
  * checks the content after that and sees what the collector did (online.ts).
  */
 export async function readTouch(driver: StorageDriver, digest: Digest): Promise<TouchRecord | undefined> {
-  if (driver.readSmallFiles) {
-    // both in one read (S3: a GET, its time from Last-Modified)
-    const [file] = await driver.readSmallFiles([layout.gcTouch(digest)]);
-    return file && { token: file.content.toString(), modTime: new Date(file.modTimeMs) };
-  }
   const content = await unlessMissing(driver.getContent(layout.gcTouch(digest)));
   if (!content) return undefined;
   const info = await unlessMissing(driver.stat(layout.gcTouch(digest)));
