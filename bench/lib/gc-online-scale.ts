@@ -19,6 +19,10 @@
  * same minutes.
  * BENCH_ONLINE_GC_LATENCY_MS=N makes the proxy wait N ms before forwarding each request: a store
  * farther away than 127.0.0.1, where the requests a collector keeps in flight decide its time.
+ * BENCH_ONLINE_GC_ONE_COPY=1 writes the set once (half the PUTs: the 10,000-repository row within a
+ * bench window) and has Distribution measure first on berth's copy with `garbage-collect
+ * --dry-run`, which reads all a collection reads and deletes nothing: its row leaves out the
+ * deletions (a LIST and a DeleteObjects per blob, as its real run's counts show).
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -84,6 +88,8 @@ export interface OnlineGcRun {
   base?: CommandRun;
   baseSecond?: CommandRun;
   distribution?: CommandRun;
+  /** BENCH_ONLINE_GC_ONE_COPY: Distribution's dry run on berth's copy, before berth collects it */
+  distributionDryRun?: CommandRun;
   /** each command on a prefix of one repository: the fixed cost of a pass, and the RSS "idle" is taken from */
   baseline?: { berth: CommandFigures; distribution: CommandFigures };
   error?: string;
@@ -108,6 +114,11 @@ export function onlineGcSizes(quick: boolean): number[] {
 /** BENCH_ONLINE_GC_LATENCY_MS: milliseconds the proxy waits before it forwards each request (a store farther away than 127.0.0.1) */
 export function addedLatencyMs(): number {
   return Number(process.env.BENCH_ONLINE_GC_LATENCY_MS ?? 0) || 0;
+}
+
+/** BENCH_ONLINE_GC_ONE_COPY: one copy of the set, Distribution's dry run on it first */
+function oneCopy(): boolean {
+  return process.env.BENCH_ONLINE_GC_ONE_COPY === '1';
 }
 
 /** BENCH_ONLINE_GC_BASE_CLI: a second berth build that collects the second copy instead of Distribution */
@@ -144,9 +155,9 @@ async function measureSize(store: S3Store, proxy: CountingProxy, repositories: n
   try {
     const prefixes = { berth: store.prefix(`online-berth-${repositories}`), distribution: store.prefix(`online-distribution-${repositories}`) };
     log(`${ONLINE_GC_ID}: writing ${repositories} repositories, ${record.blobs} blobs, under two prefixes`);
-    const written = await writeSet(Object.values(prefixes), repositories, log);
+    const written = await writeSet(oneCopy() ? [prefixes.berth] : Object.values(prefixes), repositories, log);
     Object.assign(record, written);
-    log(`${ONLINE_GC_ID}: ${written.objects} objects per prefix written in ${written.writeSeconds.toFixed(0)} s (${Math.round((2 * written.objects) / written.writeSeconds)} PUT/s)`);
+    log(`${ONLINE_GC_ID}: ${written.objects} objects per prefix written in ${written.writeSeconds.toFixed(0)} s (${Math.round(((oneCopy() ? 1 : 2) * written.objects) / written.writeSeconds)} PUT/s)`);
     // the baseline: one repository (Distribution's command fails on a root without repositories)
     const idlePrefix = (who: string) => store.prefix(`online-idle-${who}-${repositories}`);
     await writeSet([idlePrefix('berth'), idlePrefix('distribution')], 1, log);
@@ -155,14 +166,15 @@ async function measureSize(store: S3Store, proxy: CountingProxy, repositories: n
       distribution: await runCommand('distribution', store, proxy, idlePrefix('distribution'), options),
     });
     for (const who of ['berth', 'distribution'] as const) log(`${ONLINE_GC_ID} baseline (one repository) ${who}: ${describeRun({ ...idle[who], idleRssKiB: idle[who].peakRssKiB, blobsLeft: 0 })}`);
-    const measured = async (who: 'berth' | 'distribution', prefix: S3Prefix, cli = options.cli): Promise<CommandRun> => {
-      const result = await runCommand(who, store, proxy, prefix, { ...options, cli });
+    const measured = async (who: 'berth' | 'distribution', prefix: S3Prefix, cli = options.cli, dryRun = false): Promise<CommandRun> => {
+      const result = await runCommand(who, store, proxy, prefix, { ...options, cli }, dryRun);
       const blobsLeft = await countBlobs(store, prefix);
       const commandRun = { ...result, idleRssKiB: idle[who].peakRssKiB, blobsLeft };
       log(`${ONLINE_GC_ID} ${repositories} ${who}: ${describeRun(commandRun)}; blobs left ${blobsLeft} (${repositories * KEPT} expected); said: ${result.said}`);
       return commandRun;
     };
-    const base = baseCli();
+    const base = oneCopy() ? undefined : baseCli();
+    if (oneCopy()) record.distributionDryRun = await measured('distribution', prefixes.berth, options.cli, true);
     // the base build and this one alternate, on copies of the same data
     record.berth = await measured('berth', prefixes.berth);
     if (base) record.base = await measured('berth', prefixes.distribution, base);
@@ -170,7 +182,7 @@ async function measureSize(store: S3Store, proxy: CountingProxy, repositories: n
     await new Promise((resolve) => setTimeout(resolve, 1100));
     record.berthSecond = await measured('berth', prefixes.berth);
     if (base) record.baseSecond = await measured('berth', prefixes.distribution, base);
-    else record.distribution = await measured('distribution', prefixes.distribution);
+    else if (!oneCopy()) record.distribution = await measured('distribution', prefixes.distribution);
   } catch (err) {
     record.error = err instanceof Error ? err.message : String(err);
     log(`${ONLINE_GC_ID} ${repositories} FAILED: ${record.error}`);
@@ -276,7 +288,7 @@ async function countBlobs(store: S3Store, prefix: S3Prefix): Promise<number> {
 // ------------------------------------------------------------------------------------------------
 // the commands
 
-async function runCommand(who: 'berth' | 'distribution', store: S3Store, proxy: CountingProxy, prefix: S3Prefix, options: OnlineGcOptions): Promise<CommandFigures> {
+async function runCommand(who: 'berth' | 'distribution', store: S3Store, proxy: CountingProxy, prefix: S3Prefix, options: OnlineGcOptions, dryRun = false): Promise<CommandFigures> {
   const config = join(options.work, `online-gc-${who}.yml`);
   const s3 = { ...store.ceph.params(store.bucket, { rootdirectory: prefix.rootdirectory }), regionendpoint: proxy.endpoint, v4auth: true };
   await writeFile(
@@ -288,7 +300,7 @@ async function runCommand(who: 'berth' | 'distribution', store: S3Store, proxy: 
       ...(who === 'berth' ? { metadata: { enabled: false } } : {}),
     }),
   );
-  const command = who === 'berth' ? [process.execPath, options.cli, 'garbage-collect', '--quiet', config] : ['/usr/bin/docker-registry', 'garbage-collect', config];
+  const command = who === 'berth' ? [process.execPath, options.cli, 'garbage-collect', '--quiet', config] : ['/usr/bin/docker-registry', 'garbage-collect', ...(dryRun ? ['--dry-run'] : []), config];
   proxy.reset();
   const { stdout, stderr } = await run('/usr/bin/time', ['-f', 'BENCH-TIME %e %M %U %S', ...command], {
     cwd: REPO_ROOT,
@@ -435,6 +447,7 @@ export function renderOnlineGc(lines: string[], runs: OnlineGcRun[]): void {
     row('berth base build (BENCH_ONLINE_GC_BASE_CLI), online pass', r.base);
     row('berth base build, next pass', r.baseSecond);
     row('Distribution, offline', r.distribution);
-    lines.push(`| ${size} | data set | write ${f(r.writeSeconds, 0)} s | | | ${(2 * r.objects).toLocaleString('en')} PUT | | | ${r.objects.toLocaleString('en')} objects per copy, ${f(r.bytes / MiB, 0)} MiB of blobs | |`);
+    if (r.distributionDryRun) row('Distribution, offline, --dry-run on berth\'s copy before berth collects it (no deletions)', { ...r.distributionDryRun, blobsLeft: r.repositories * KEPT });
+    lines.push(`| ${size} | data set | write ${f(r.writeSeconds, 0)} s | | | ${((r.distributionDryRun ? 1 : 2) * r.objects).toLocaleString('en')} PUT | | | ${r.objects.toLocaleString('en')} objects per copy, ${f(r.bytes / MiB, 0)} MiB of blobs | |`);
   }
 }

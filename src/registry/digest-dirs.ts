@@ -3,7 +3,7 @@
  * `_layers`, revisions, tag indexes, berth's referrers index), each holding one directory per
  * digest hex. Whatever walks them walks every algorithm berth knows, here.
  */
-import { unlessMissing, type StorageDriver } from '../storage/driver.js';
+import { unlessMissing, type FileInfo, type StorageDriver } from '../storage/driver.js';
 import { ALGORITHMS, digestOf, isAlgorithm, type Algorithm, type Digest } from './digest.js';
 import * as layout from './layout.js';
 import { forEach, inOrderAhead } from './pool.js';
@@ -57,6 +57,35 @@ export async function* storedBlobs(driver: StorageDriver, skip: (digest: Digest)
       for (const hex of names) {
         const digest = digestOf(algorithm, hex);
         if (digest !== undefined && !skip(digest)) yield digest;
+      }
+    }
+  }
+}
+
+/** a blob under blobs/, with its data's size and time when the listing told them */
+export interface StoredBlob {
+  digest: Digest;
+  data?: FileInfo;
+}
+
+/**
+ * storedBlobs, where the driver lists files with their times (listFiles; on S3 the same number of
+ * listings, a key per blob where a delimited listing gives a prefix per blob): each blob comes with
+ * its data, so a visitor needs no stat of it. Elsewhere the names alone, as storedBlobs gives them.
+ */
+export async function* storedBlobData(driver: StorageDriver, skip: (digest: Digest) => boolean, listingsAhead: number): AsyncGenerator<StoredBlob> {
+  if (!driver.listFiles) {
+    for await (const digest of storedBlobs(driver, skip, listingsAhead)) yield { digest };
+    return;
+  }
+  for (const algorithm of ALGORITHMS) {
+    const prefixes = (await unlessMissing(driver.listNames(layout.blobsDir(algorithm)))) ?? [];
+    const listings = inOrderAhead(prefixes, listingsAhead, async (prefix) => ({ dir: layout.blobPrefixDir(algorithm, prefix), files: await driver.listFiles!(layout.blobPrefixDir(algorithm, prefix)) }));
+    for await (const { dir, files } of listings) {
+      for (const data of files) {
+        const [hex, name, ...deeper] = data.path.slice(dir.length + 1).split('/');
+        const digest = name === 'data' && deeper.length === 0 ? digestOf(algorithm, hex) : undefined;
+        if (digest !== undefined && !skip(digest)) yield { digest, data };
       }
     }
   }

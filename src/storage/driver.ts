@@ -124,6 +124,21 @@ export interface StorageDriver {
    * fingerprints use it when there. A path that is no directory is `{exists: false}`.
    */
   inspectDirectories?(queries: readonly DirectoryQuery[]): Promise<DirectoryFacts[]>;
+  /**
+   * every complete file below a directory, at any depth, with its size and time, in one pass
+   * (missing directory: empty). Optional: offered where it costs far less than a walk (S3: one
+   * listing without a delimiter, 1,000 keys a request); online collection reads its trash and
+   * blobs/ with it when there
+   */
+  listFiles?(path: string): Promise<FileInfo[]>;
+  /** deletes these files (not directories) in as few calls as the store allows; missing ones are no error. Optional, as listFiles */
+  deleteFiles?(paths: readonly string[]): Promise<void>;
+  /**
+   * true when move gives the destination the time of the move as its modification time (S3: a
+   * copy is a new object); absent or false when it may keep the source's (a rename). Online
+   * collection then takes the time a blob went to its trash from the moved data itself
+   */
+  readonly moveSetsModTime?: boolean;
 }
 
 /** what inspectDirectories is asked of one directory */

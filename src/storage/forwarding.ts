@@ -61,4 +61,13 @@ export class ForwardingDriver implements StorageDriver {
   get inspectDirectories(): StorageDriver['inspectDirectories'] {
     return this.inner.inspectDirectories?.bind(this.inner);
   }
+  get listFiles(): StorageDriver['listFiles'] {
+    return this.inner.listFiles?.bind(this.inner);
+  }
+  get deleteFiles(): StorageDriver['deleteFiles'] {
+    return this.inner.deleteFiles?.bind(this.inner);
+  }
+  get moveSetsModTime(): boolean | undefined {
+    return this.inner.moveSetsModTime;
+  }
 }

@@ -9,10 +9,10 @@
  *   await store.age(AGED_MS);
  *
  * A move keeps the offset of its source when the store keeps the source's modification time
- * (a rename on the filesystem) and takes the current one when it stamps the copy anew (S3).
+ * (a rename on the filesystem) and takes the current one when it stamps the copy anew (S3:
+ * `moveSetsModTime`).
  */
-import type { FileInfo, FileWriter, WalkFn, WalkOptions } from '../../src/storage/driver.js';
-import { unlessMissing } from '../../src/storage/driver.js';
+import type { FileInfo, FileWriter, StorageDriver, WalkFn, WalkOptions } from '../../src/storage/driver.js';
 import { ForwardingDriver } from '../../src/storage/forwarding.js';
 
 export class AgingStore extends ForwardingDriver {
@@ -53,11 +53,8 @@ export class AgingStore extends ForwardingDriver {
   }
 
   override async move(src: string, dst: string): Promise<void> {
-    const before = await unlessMissing(this.inner.stat(src));
     await super.move(src, dst);
-    const after = await unlessMissing(this.inner.stat(dst));
-    const kept = before !== undefined && after !== undefined && before.modTime.getTime() === after.modTime.getTime();
-    this.written.set(dst, kept ? (this.written.get(src) ?? 0) : this.offset);
+    this.written.set(dst, this.inner.moveSetsModTime ? this.offset : (this.written.get(src) ?? 0));
   }
 
   override async stat(path: string): Promise<FileInfo> {
@@ -66,5 +63,10 @@ export class AgingStore extends ForwardingDriver {
 
   override walk(path: string, fn: WalkFn, options?: WalkOptions): Promise<void> {
     return super.walk(path, (info) => fn(this.shifted(info.path, info)), options);
+  }
+
+  override get listFiles(): StorageDriver['listFiles'] {
+    const list = super.listFiles;
+    return list && (async (path) => (await list(path)).map((info) => this.shifted(info.path, info)));
   }
 }

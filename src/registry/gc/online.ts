@@ -20,7 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import { PathNotFoundError, unlessMissing, type FileInfo, type StorageDriver } from '../../storage/driver.js';
 import { digestOfHex, type Digest } from '../digest.js';
-import { storedBlobs } from '../digest-dirs.js';
+import { storedBlobData } from '../digest-dirs.js';
 import * as layout from '../layout.js';
 import { readGraph } from './graph.js';
 import { markRepository } from './mark.js';
@@ -41,6 +41,8 @@ import type { RepositorySink } from '../indexing/sink.js';
 const REPOSITORIES_AT_ONCE = 16;
 const BLOBS_AT_ONCE = 32;
 const BLOB_LISTINGS_AHEAD = 16;
+/** trash files deleted for good per deleteFiles call (S3's DeleteObjects takes 1,000 keys) */
+const DELETES_AT_ONCE = 1000;
 
 export interface OnlineOptions {
   /** how long a blob's data or last use keeps it from being collected */
@@ -133,9 +135,10 @@ interface Pass {
 async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
   let lookedAt = 0;
-  await forEach(storedBlobs(driver, (digest) => pass.marked.has(digest), BLOB_LISTINGS_AHEAD), BLOBS_AT_ONCE, async (digest) => {
+  await forEach(storedBlobData(driver, (digest) => pass.marked.has(digest), BLOB_LISTINGS_AHEAD), BLOBS_AT_ONCE, async ({ digest, data }) => {
     pass.progress('unmarked blobs looked at', ++lookedAt);
-    const info = await unlessMissing(driver.stat(layout.blobData(digest)));
+    // the listing's time, when it told one: a writer that records no use (Distribution) is protected by the trash
+    const info = data ?? (await unlessMissing(driver.stat(layout.blobData(digest))));
     if (!info) return;
     const before = await readTouch(driver, digest);
     if (info.modTime.getTime() >= pass.horizon || pass.recent(before)) {
@@ -149,7 +152,8 @@ async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> 
       return;
     }
     if (!(await moveIfThere(driver, layout.blobData(digest), layout.gcTrashData(digest)))) return;
-    await driver.putContent(trashedMarker(digest), Buffer.alloc(0));
+    // when it went to the trash: the moved data's own time where a move gives it one
+    if (!driver.moveSetsModTime) await driver.putContent(trashedMarker(digest), Buffer.alloc(0));
     const after = await readTouch(driver, digest);
     if (after && after.token !== before?.token) {
       // a request recorded a use while the data was being moved: it may rely on it
@@ -167,13 +171,13 @@ async function sweepIntoTrash(driver: StorageDriver, pass: Pass): Promise<void> 
 async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
   const { summary, report } = pass;
   let lookedAt = 0;
-  await forEach((await unlessMissing(driver.listNames(layout.GC_TRASH))) ?? [], BLOBS_AT_ONCE, async (hex) => {
+  const deleting = new TrashDeletions(driver);
+  await forEach(await trashEntries(driver), BLOBS_AT_ONCE, async (entry) => {
     pass.progress('trash entries looked at', ++lookedAt);
-    const digest = digestOfHex(hex);
-    if (!digest) return; // not berth's
-    const data = await unlessMissing(driver.stat(layout.gcTrashData(digest)));
+    const { digest } = entry;
+    const data = await entry.data();
     if (!data) {
-      if (!pass.dryRun) await unlessMissing(driver.delete(layout.gcTrashDir(digest))); // taken back already
+      if (!pass.dryRun) await deleting.remove(entry); // taken back already
       return;
     }
     if (pass.marked.has(digest) || pass.recent(await readTouch(driver, digest))) {
@@ -184,25 +188,89 @@ async function emptyTrash(driver: StorageDriver, pass: Pass): Promise<void> {
       summary.blobsRestored++;
       return;
     }
-    const trashed = await unlessMissing(driver.stat(trashedMarker(digest)));
-    if (!trashed) {
+    const trashedAt = (await entry.trashed()) ?? (driver.moveSetsModTime ? data : undefined);
+    if (!trashedAt) {
       // moved, then the collector stopped before it wrote when: from now on
       if (!pass.dryRun) await driver.putContent(trashedMarker(digest), Buffer.alloc(0));
       return;
     }
-    if (trashed.modTime.getTime() >= pass.horizon) return; // trashed within the delay: a later collection
+    if (trashedAt.modTime.getTime() >= pass.horizon) return; // trashed within the delay: a later collection
     report(`blob deleted from the trash: ${digest} (${data.size} bytes)`);
     summary.blobsPurged++;
     summary.bytesFreed += data.size;
     if (pass.dryRun) return;
-    await unlessMissing(driver.delete(layout.gcTrashDir(digest)));
+    await deleting.remove(entry);
     pass.purged.add(digest);
   });
+  await deleting.flush();
 }
 
-/** when the blob went to the trash: its modification time */
+/** one trash entry: its data and its `trashed` marker (undefined: missing), each read once */
+interface TrashEntry {
+  digest: Digest;
+  data(): Promise<FileInfo | undefined>;
+  trashed(): Promise<FileInfo | undefined>;
+  /** the files the listing found in it (listFiles), for deleteFiles */
+  files?: string[];
+}
+
+/**
+ * the entries of the trash: from one listing of every file in it where the driver lists files
+ * (S3: a request per 1,000 files, and no HEAD of an entry's data and marker after), otherwise its
+ * names, each entry's files stat'ed when asked for
+ */
+async function trashEntries(driver: StorageDriver): Promise<TrashEntry[]> {
+  if (!driver.listFiles) {
+    const names = (await unlessMissing(driver.listNames(layout.GC_TRASH))) ?? [];
+    return names.flatMap((hex) => {
+      const digest = digestOfHex(hex);
+      if (!digest) return []; // not berth's
+      return [{ digest, data: () => unlessMissing(driver.stat(layout.gcTrashData(digest))), trashed: () => unlessMissing(driver.stat(trashedMarker(digest))) }];
+    });
+  }
+  const byHex = new Map<string, { digest: Digest; data?: FileInfo; trashed?: FileInfo; files: string[] }>();
+  for (const file of await driver.listFiles(layout.GC_TRASH)) {
+    const hex = file.path.slice(layout.GC_TRASH.length + 1).split('/')[0];
+    const digest = digestOfHex(hex);
+    if (!digest) continue; // not berth's
+    const entry = byHex.get(hex) ?? { digest, files: [] };
+    byHex.set(hex, entry);
+    entry.files.push(file.path);
+    if (file.path === layout.gcTrashData(digest)) entry.data = file;
+    else if (file.path === trashedMarker(digest)) entry.trashed = file;
+  }
+  return [...byHex.values()].map(({ digest, data, trashed, files }) => ({ digest, data: async () => data, trashed: async () => trashed, files }));
+}
+
+/** trash entries deleted for good: a DeleteObjects per 1,000 files where the driver has deleteFiles, else a delete of each entry */
+class TrashDeletions {
+  private readonly paths: string[] = [];
+
+  constructor(private readonly driver: StorageDriver) {}
+
+  async remove(entry: TrashEntry): Promise<void> {
+    if (!this.driver.deleteFiles || !entry.files) {
+      await unlessMissing(this.driver.delete(layout.gcTrashDir(entry.digest)));
+      return;
+    }
+    this.paths.push(...entry.files);
+    if (this.paths.length >= DELETES_AT_ONCE) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    const batch = this.paths.splice(0);
+    if (batch.length > 0) await this.driver.deleteFiles!(batch);
+  }
+}
+
+/**
+ * when the blob went to the trash: its modification time. Written on a driver whose move keeps the
+ * source's time; on one that stamps the moved data (moveSetsModTime) only for an entry found
+ * without a time of its own
+ */
+const TRASHED = 'trashed';
 function trashedMarker(digest: Digest): string {
-  return `${layout.gcTrashDir(digest)}/trashed`;
+  return `${layout.gcTrashDir(digest)}/${TRASHED}`;
 }
 
 /** false when the source is gone (another instance or a request moved it first) */

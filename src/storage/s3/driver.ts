@@ -52,6 +52,8 @@ interface Entry {
 
 export class S3Driver extends BaseDriver {
   readonly name = NAME;
+  /** a move is a CopyObject: the copy is a new object, with a new Last-Modified */
+  readonly moveSetsModTime = true;
   readonly client: S3Client;
   private readonly bucket: Bucket;
   private readonly multipart: Multipart;
@@ -110,6 +112,34 @@ export class S3Driver extends BaseDriver {
     };
     await Promise.all(Array.from({ length: Math.min(SMALL_READS, paths.length) }, reader));
     return files;
+  }
+
+  /**
+   * Every complete file below a directory, at any depth, with its size and time: one listing
+   * without a delimiter (a page per 1,000 keys), where a walk lists directory by directory. Files
+   * being written (pending states) and keys no driver path names are left out; a missing directory
+   * is an empty list. Online collection reads its trash and blobs/ with it.
+   */
+  async listFiles(path: string): Promise<FileInfo[]> {
+    checkPath(path, this.name);
+    const prefix = this.bucket.dirPrefix(path);
+    const files: FileInfo[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.bucket.listPage(prefix, { maxKeys: LIST_PAGE, token });
+      for (const o of page.objects) {
+        const names = o.key.slice(prefix.length).split('/');
+        if (names.every(isPathName)) files.push({ path: childPath(path, names.join('/')), size: o.size, modTime: o.modTime, isDir: false });
+      }
+      token = page.next;
+    } while (token);
+    return files;
+  }
+
+  /** deletes these files (not directories), 1,000 per DeleteObjects; a missing one is no error */
+  async deleteFiles(paths: readonly string[]): Promise<void> {
+    for (const path of paths) checkPath(path, this.name);
+    for (let i = 0; i < paths.length; i += LIST_PAGE) await this.deleteKeys(paths.slice(i, i + LIST_PAGE).map((path) => this.key(path)), 'files');
   }
 
   protected _putContent(path: string, data: Buffer): Promise<void> {
@@ -258,16 +288,21 @@ export class S3Driver extends BaseDriver {
       const keys = (out.Contents ?? []).map((o) => ({ Key: o.Key! }));
       if (keys.length === 0) break;
       found += keys.length;
-      const result = await this.bucket.send(`DeleteObjects ${path}`, () =>
-        this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket.name, Delete: { Objects: keys, Quiet: true } })),
-      );
-      const failed = (result.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
-      if (failed.length > 0) {
-        throw new StorageError(`${NAME}: DeleteObjects ${path}: ${failed.length} keys not deleted, first ${failed[0].Key}: ${failed[0].Code} ${failed[0].Message}`, NAME);
-      }
+      await this.deleteKeys(keys.map((k) => k.Key), path);
     }
     found += await this.multipart.abortAll(prefix, () => true);
     if (found === 0) throw new PathNotFoundError(path, NAME);
+  }
+
+  /** one DeleteObjects of at most 1,000 keys; `what` names them in an error */
+  private async deleteKeys(keys: string[], what: string): Promise<void> {
+    const result = await this.bucket.send(`DeleteObjects ${what}`, () =>
+      this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket.name, Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } })),
+    );
+    const failed = (result.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
+    if (failed.length > 0) {
+      throw new StorageError(`${NAME}: DeleteObjects ${what}: ${failed.length} keys not deleted, first ${failed[0].Key}: ${failed[0].Code} ${failed[0].Message}`, NAME);
+    }
   }
 
   protected override _redirectURL(req: RedirectRequest, path: string): Promise<string | undefined> {
