@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
-import { loadConfig } from '../config/load.js';
+import { loadConfigIsolated } from '../config/load-isolated.js';
 import type { Config } from '../config/schema.js';
 import { collectGarbage, summaryLine } from '../registry/gc/index.js';
 import { collectFully } from '../runtime/gc-pacing.js';
@@ -22,12 +22,14 @@ export async function garbageCollect(argv: string[]): Promise<number> {
     console.error(`berth garbage-collect: ${args}\n${USAGE}`);
     return 2;
   }
-  const { config } = await loadConfig(args.file);
+  // validated in a child process: yaml, zod and the schema stay out of this one (its peak RSS, issue 31)
+  const { config } = await loadConfigIsolated(args.file);
   if (args.retention && (config.storage.maintenance.retention?.policies.length ?? 0) === 0) {
     console.error('berth garbage-collect: --retention needs storage.maintenance.retention.policies in the configuration (see docs/configuration.md)');
     return 1;
   }
-  const driver = await commandDriver(config);
+  // the command has the process to itself: the filesystem's reads go without libuv's round trips
+  const driver = await commandDriver(config, { blocking: true });
   // the index hears of every repository the collection changes, as the running registry's would
   const index = config.metadata?.enabled && !args.dryRun ? await openIndexIfBuilt(config) : undefined;
   try {
