@@ -34,6 +34,15 @@ export function compileFully(): void {
   setFlagsFromString('--turbofan');
 }
 
+/**
+ * a command whose work is system calls, not JavaScript (the offline garbage collection): TurboFan
+ * stays off. Its code and its background jobs' memory were some 8 MiB of that command's peak RSS,
+ * for no CPU time measured (docs/performance.md, "Offline garbage collection"); Sparkplug stays.
+ */
+export function withoutOptimizingCompiler(): void {
+  setFlagsFromString('--no-turbofan');
+}
+
 function youngSize(): number {
   return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 }

@@ -44,8 +44,14 @@ const LARGE_READS = new BufferPool(READ_CHUNK, 16);
 /** putContent's temp files: `.<name>.<16 hex>.tmp`, hidden from list and walk. */
 const TEMP_FILE = /^\..+\.[0-9a-f]{16}\.tmp$/;
 
+/** a directory's names as listNames gives them: sorted, without our temp files */
+export function listedNames(names: string[]): string[] {
+  // temp files start with '.'; testing the first character spares the regex for the rest
+  return names.filter((n) => n.charCodeAt(0) !== 0x2e || !TEMP_FILE.test(n)).sort();
+}
+
 /** error codes that mean "nothing at this path" (ENOTDIR: a parent is a file) */
-const MISSING = ['ENOENT', 'ENOTDIR'];
+export const MISSING = ['ENOENT', 'ENOTDIR'];
 /** putContent's attempts when its directory disappears under it */
 const WRITE_ATTEMPTS = 3;
 
@@ -73,7 +79,7 @@ const readdir = (path: string) => viaCallback<string[]>((done) => readdirWithCal
 /** a small file through the callback API: 34-39 µs of CPU against fs/promises' 55-58 (no FileHandle; the offline collection reads one per link and manifest) */
 const readFile = (path: string) => viaCallback<Buffer>((done) => readFileWithCallback(path, done));
 
-function toStorageError(err: unknown, path: string, missing = MISSING): StorageError {
+export function toStorageError(err: unknown, path: string, missing = MISSING): StorageError {
   if (missing.includes((err as NodeJS.ErrnoException)?.code ?? '')) return new PathNotFoundError(path, NAME);
   const message = err instanceof Error ? err.message : String(err);
   if (isStorageFull(err)) return new StorageFullError(`${NAME}: ${path}: ${message}`, NAME, { cause: err });
@@ -109,7 +115,7 @@ export class FilesystemDriver extends BaseDriver {
     });
   }
 
-  private local(path: string): string {
+  protected local(path: string): string {
     return join(this.root, path);
   }
 
@@ -240,9 +246,7 @@ export class FilesystemDriver extends BaseDriver {
   /** sorted names of the entries in a directory, without our temp files */
   protected async _listNames(path: string): Promise<string[]> {
     try {
-      const names = await readdir(this.local(path));
-      // temp files start with '.'; testing the first character spares the regex for the rest
-      return names.filter((n) => n.charCodeAt(0) !== 0x2e || !TEMP_FILE.test(n)).sort();
+      return listedNames(await readdir(this.local(path)));
     } catch (err) {
       throw toStorageError(err, path);
     }

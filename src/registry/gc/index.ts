@@ -61,7 +61,8 @@ export async function collectGarbage(driver: StorageDriver, options: CollectOpti
   await forEach(repositoryNames(driver), REPOSITORIES_AT_ONCE, async (name) => {
     report(name);
     summary.repositories++;
-    const graph = await readGraph(driver, name);
+    // only a mark from the tags reads them (and only then can the sweep touch a tag's index)
+    const graph = await readGraph(driver, name, { tags: options.deleteUntagged });
     const mark = markRepository(graph, options.deleteUntagged, marked, report);
     const swept = await sweepRepository(driver, graph, mark, sweepOptions);
     summary.manifestsKept += mark.kept.size;
