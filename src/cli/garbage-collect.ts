@@ -23,21 +23,24 @@ export async function garbageCollect(argv: string[]): Promise<number> {
     console.error(`berth garbage-collect: ${args}\n${USAGE}`);
     return 2;
   }
-  withoutOptimizingCompiler();
   // validated in a child process: yaml, zod and the schema stay out of this one (its peak RSS, issue 31)
   const { config } = await loadConfigIsolated(args.file);
+  // the offline collection's work is system calls: no TurboFan, and the filesystem's reads without
+  // libuv's round trips. The online one (a writable configuration) parses S3's answers and runs
+  // beside serving instances: V8's usual compilers, the ordinary driver.
+  const offline = config.storage.maintenance.readonly.enabled || args.dryRun;
+  if (offline) withoutOptimizingCompiler();
   if (args.retention && (config.storage.maintenance.retention?.policies.length ?? 0) === 0) {
     console.error('berth garbage-collect: --retention needs storage.maintenance.retention.policies in the configuration (see docs/configuration.md)');
     return 1;
   }
-  // the command has the process to itself: the filesystem's reads go without libuv's round trips
-  const driver = await commandDriver(config, { blocking: true });
+  const driver = await commandDriver(config, { blocking: offline });
   // the index hears of every repository the collection changes, as the running registry's would
   const index = config.metadata?.enabled && !args.dryRun ? await openIndexIfBuilt(config) : undefined;
   try {
     await driver.ready?.();
     if (args.retention) await retentionBeforeCollection(driver, config, args, index);
-    if (!config.storage.maintenance.readonly.enabled && !args.dryRun) return await collectBesideInstances(driver, config, args, index);
+    if (!offline) return await collectBesideInstances(driver, config, args, index);
     const progress = progressLine();
     const summary = await collectGarbage(driver, { ...args, report: args.quiet ? undefined : (line) => progress.print(line), progress: collectingAsItGrows(progress.update), index });
     progress.done();
