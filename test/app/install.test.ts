@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { holdBuildLock } from '../helpers/build-lock.js';
 import { freePort } from '../helpers/ports.js';
 import { killPid, spawnLogged, waitForHttp } from '../helpers/processes.js';
 
@@ -23,7 +24,9 @@ describe('npm pack + npm install -g of the tarball', () => {
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'berth-install-'));
-    const { stdout } = await run('npm', ['pack', '--pack-destination', dir], { timeout: 300_000, maxBuffer: 16 << 20 });
+    // npm pack builds dist/ (prepare): not beside another test's build
+    const release = await holdBuildLock();
+    const { stdout } = await run('npm', ['pack', '--pack-destination', dir], { timeout: 300_000, maxBuffer: 16 << 20 }).finally(release);
     const tarball = join(dir, stdout.trim().split('\n').pop()!);
     await run('npm', ['install', '-g', '--prefix', join(dir, 'prefix'), '--no-audit', '--no-fund', tarball], { timeout: 600_000, maxBuffer: 16 << 20 });
     berth = join(dir, 'prefix', 'bin', 'berth');

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { REPO_ROOT } from '../helpers/berth-process.js';
+import { holdBuildLock } from '../helpers/build-lock.js';
 import { freePort } from '../helpers/ports.js';
 
 function alive(pid: number): boolean {
@@ -43,6 +44,8 @@ describe('npm start', () => {
   it('serves from dist/ in one process under npm and stops with npm on SIGTERM (no orphan)', async () => {
     const root = await mkdtemp(join(tmpdir(), 'berth-npm-start-'));
     const port = await freePort();
+    // npm start builds dist/ first (prestart), then serves from it: no other test's build meanwhile
+    const releaseBuild = await holdBuildLock();
     const npm = spawn('npm', ['start', '--silent'], {
       cwd: REPO_ROOT,
       env: { ...process.env, REGISTRY_HTTP_ADDR: `127.0.0.1:${port}`, REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY: root },
@@ -68,6 +71,7 @@ describe('npm start', () => {
       assert.ok(await until(() => !alive(registryPid!), 15_000), 'the registry outlived npm');
       assert.match(output, /"signal":"SIGTERM".*shutting down/);
     } finally {
+      await releaseBuild();
       // a failure before the registry's PID was read still stops it: whatever npm started
       const started = registryPid !== undefined ? [registryPid] : npm.exitCode === null ? childrenOf(npm.pid!).map((c) => c.pid) : [];
       for (const pid of started) if (alive(pid)) process.kill(pid, 'SIGKILL');

@@ -34,8 +34,13 @@ function theBundle(): Promise<{ dir: string; cli: string }> {
   return bundled;
 }
 
-/** on exit, the server writes Node's built-in modules it loaded, one a line, to BERTH_BUILTINS_LOG */
-const BUILTINS_RECORDER = `data:text/javascript,${encodeURIComponent("import { writeFileSync } from 'node:fs'; process.on('exit', () => writeFileSync(process.env.BERTH_BUILTINS_LOG, process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13)).join('\\n')));")}`;
+/**
+ * a process's main thread writes Node's built-in modules it loaded, one a line, to
+ * BERTH_BUILTINS_LOG.<pid>, when told to stop and again on exit. Per process: the configuration
+ * loader (a child process) loads this too, and with one shared file its list stood whenever the
+ * server did not reach its exit handler within killPid's grace (a loaded CI machine)
+ */
+const BUILTINS_RECORDER = `data:text/javascript,${encodeURIComponent("import { writeFileSync } from 'node:fs'; import { isMainThread } from 'node:worker_threads'; const write = () => writeFileSync(`${process.env.BERTH_BUILTINS_LOG}.${process.pid}`, process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13)).join('\\n')); if (isMainThread) { process.prependListener('SIGTERM', write); process.on('exit', write); }")}`;
 
 it('serves pushes and listings from the bundle, loading no package module but the SQLite addon', async () => {
   const { dir, cli } = await theBundle();
@@ -68,7 +73,7 @@ it('serves pushes and listings from the bundle, loading no package module but th
   // the embedded index was opened (the default configuration's)
   assert.ok((await stat(join(dir, 'root', 'berth', 'metadata.sqlite'))).size > 0);
   // fastify's node:http2 is loaded only for http.http2 (src/server-bundle.ts, lazyHttp2): 0.4 MiB of idle RSS
-  const loadedBuiltins = (await readFile(builtins, 'utf8')).split('\n');
+  const loadedBuiltins = (await readFile(`${builtins}.${proc.pid}`, 'utf8')).split('\n');
   assert.ok(loadedBuiltins.includes('http'), `recorded:\n${loadedBuiltins.join('\n')}`);
   assert.ok(!loadedBuiltins.includes('http2'), 'the server loaded node:http2 without http.http2');
 });
