@@ -24,9 +24,9 @@ export async function serve(file: string | undefined): Promise<number> {
   const logger = index === undefined ? undefined : createLogger(config.log).child({ worker: index });
   const app = await createApp(config, { configSource: source, logger, worker: index === undefined ? undefined : { index } });
   if (index === undefined) for (const warning of warnings) app.logger.warn(warning);
-  await app.listen();
-  servingStarted();
-  await new Promise<void>((resolve) => {
+  // listened for before listen(): the server answers before listen() resolves (its start-up
+  // hooks run on), and a SIGTERM in between would otherwise end the process without a shutdown
+  const stopped = new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       app.logger.info({ signal }, 'shutting down');
       resolve();
@@ -34,6 +34,9 @@ export async function serve(file: string | undefined): Promise<number> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  await app.listen();
+  servingStarted();
+  await stopped;
   await app.close();
   return 0;
 }
