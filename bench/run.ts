@@ -23,6 +23,7 @@
  *   BENCH_NODE_ARGS='...'  more node flags for berth (e.g. --max-semi-space-size=1, to measure V8 settings)
  *   BENCH_BERTH=tsx       run berth from src/ through tsx instead of compiling it first
  *   BENCH_OUT=FILE         write the Markdown here instead of bench/results/<date>.md
+ *   BENCH_QUIET=1          the page says nothing else ran on the machine (say it only when true)
  *   BENCH_RECORD_PULLS=1   berth records last-pull times (retention's notpulledfor), to measure their cost
  *   BENCH_WORKERS=N        berth runs N worker processes (http.workers); run once with 1 and once with 2
  *                          to compare (the measured CPU and RSS are the primary's, not the workers')
@@ -115,6 +116,7 @@ function machineStart(): Machine {
     berthRun: fromSource ? 'from src/ through tsx: `node --import tsx src/cli.ts serve`' : 'compiled and bundled as `npm run build` does: `node .tmp/bench-bundle/cli.js serve`',
     loadStart: loadavg(),
     loadEnd: [],
+    quiet: process.env.BENCH_QUIET === '1',
     started: new Date(),
     finished: new Date(),
   };

@@ -70,6 +70,8 @@ export interface Machine {
   berthRun: string;
   loadStart: number[];
   loadEnd: number[];
+  /** whoever ran it said nothing else ran on the machine (BENCH_QUIET=1) */
+  quiet: boolean;
   started: Date;
   finished: Date;
 }
@@ -183,7 +185,12 @@ export function renderMarkdown(report: Report): string {
   lines.push(`| load average (1/5/15 min) at end | ${load(machine.loadEnd)} |`);
   lines.push(`| duration | ${((machine.finished.getTime() - machine.started.getTime()) / 60000).toFixed(1)} min (${machine.started.toISOString()} to ${machine.finished.toISOString()}) |`);
   lines.push('');
-  lines.push('The machine is shared: other work (test suites of other branches) ran at the same time, which the load average shows. Both registries and the bench client (autocannon, the blob client, skopeo) share the same cores, so the client takes CPU from the server, the same for both.');
+  lines.push(
+    (machine.quiet
+      ? 'Quiet run: whoever ran it says nothing else ran on the machine (BENCH_QUIET=1), so the load average is the bench\'s own. '
+      : 'The machine may have been shared: other work (test suites of other branches) may have run at the same time, which the load average shows. ') +
+      'Both registries and the bench client (autocannon, the blob client, skopeo) share the same cores, so the client takes CPU from the server, the same for both.',
+  );
   lines.push('');
   lines.push('## Physical limits of this machine');
   lines.push('');

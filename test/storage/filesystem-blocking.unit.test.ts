@@ -57,7 +57,7 @@ describe('blocking filesystem driver: the repository walk', () => {
       const found: string[] = [];
       for await (const name of repositoryNames(blocking)) found.push(name);
       // a small-files worker is a thread of this process (and a V8 isolate: some 10 MiB of RSS each)
-      assert.equal(threads(), before, 'the walk started threads');
+      assert.ok(threads() <= before, `the walk started threads: ${threads()} against ${before} before it`);
       await blocking.close();
       assert.deepEqual(found, expected);
       const [missing, file] = await blocking.inspectDirectories([{ path: '/nowhere', names: true }, { path: '/docker/registry/v2/repositories/team-0/.berth-tmp-x', names: true }]);
