@@ -16,7 +16,7 @@
  */
 import { lstatSync, readdirSync, readFileSync, rmdir as rmdirWithCallback, statSync, unlink as unlinkWithCallback } from 'node:fs';
 import { FilesystemDriver, listedNames, MISSING, toStorageError } from './filesystem.js';
-import { checkDirPath, PathNotFoundError, type DirectoryFacts, type DirectoryQuery, type FileInfo } from './driver.js';
+import { checkDirPath, PathNotFoundError, unlessMissing, type DirectoryFacts, type DirectoryQuery, type FileInfo } from './driver.js';
 
 /** a directory's removal is tried again this often when a file appears in it meanwhile (ENOTEMPTY), as fs.rm's maxRetries */
 const REMOVE_ATTEMPTS = 3;
@@ -50,16 +50,12 @@ export class BlockingFilesystemDriver extends FilesystemDriver {
   override async inspectDirectories(queries: readonly DirectoryQuery[]): Promise<DirectoryFacts[]> {
     if (queries.some((q) => q.version || q.below !== undefined || !q.names)) return super.inspectDirectories(queries);
     for (const q of queries) checkDirPath(q.path, this.name);
-    return queries.map((q) => {
-      let names;
-      try {
-        names = readdirSync(this.local(q.path));
-      } catch (err) {
-        if (MISSING.includes((err as NodeJS.ErrnoException).code ?? '')) return { exists: false };
-        throw toStorageError(err, q.path);
-      }
-      return { exists: true, names: listedNames(names) };
-    });
+    const facts: DirectoryFacts[] = [];
+    for (const q of queries) {
+      const names = await unlessMissing(this._listNames(q.path));
+      facts.push(names === undefined ? { exists: false } : { exists: true, names });
+    }
+    return facts;
   }
 
   protected override async _stat(path: string): Promise<FileInfo> {
